@@ -1,0 +1,159 @@
+"""Architecture profiles: one TOML table per GPU, every constant with its source.
+
+The engine never branches on an architecture name; it reads numbers (and the
+MMA flavour) from an :class:`ArchProfile`.  Adding a GPU is adding a TOML file
+next to this module.  ``protosim profile h200`` prints a table with sources and
+marks the guesses.
+"""
+
+from __future__ import annotations
+
+import bisect
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True, slots=True)
+class Constant:
+    """One number of a profile and where it came from."""
+
+    value: Any
+    unit: str
+    source: str
+    guess: bool = False
+
+
+@dataclass(frozen=True)
+class ArchProfile:
+    """Numbers the engine needs for one GPU.  Field docs say how the engine uses them."""
+
+    name: str
+    target: str
+    description: str
+    # chip
+    sm_count: int
+    clock_ghz: float
+    l2_bytes: int
+    hbm_bytes_per_clk: float
+    l2_bytes_per_clk: float
+    # per SM / CTA limits
+    smem_per_sm_bytes: int
+    smem_per_cta_bytes: int
+    smem_reserved_per_cta_bytes: int
+    max_threads_per_sm: int
+    max_threads_per_cta: int
+    max_ctas_per_sm: int
+    named_barriers: int
+    tmem_columns: int
+    # mbarrier
+    mbar_init_cycles: float
+    wait_ready_cycles: float
+    arrive_cycles: float
+    wake_cycles: float
+    # TMA
+    tma_issue_cycles: float
+    tma_sm_bytes_per_clk: float
+    tma_l2_latency: tuple[tuple[int, float], ...]
+    tma_dram_latency: tuple[tuple[int, float], ...]
+    tma_store_latency: tuple[tuple[int, float], ...]
+    # MMA
+    mma_kind: str
+    mma_inst_m: int
+    mma_inst_k: int
+    mma_issue_base: float
+    mma_issue_per_n: float
+    mma_issue_min: float
+    mma_tail_cycles: float
+    mma_thread_issue_cycles: float
+    # TMEM
+    tmem_load_latency: float
+    tmem_bytes_per_clk: float
+    tmem_alloc_cycles: float
+    # plain thread work
+    global_load_l2_cycles: float
+    global_load_dram_cycles: float
+    lsu_bytes_per_clk: float
+    smem_bytes_per_clk: float
+    smem_latency: float
+    global_store_latency: float
+    cta_sync_cycles: float
+    fence_cycles: float
+    op_issue_cycles: float
+    constants: dict[str, Constant] = field(default_factory=dict, compare=False, repr=False)
+    """Every field above with its unit and source."""
+
+    @property
+    def has_tmem(self) -> bool:
+        return self.tmem_columns > 0
+
+    def mma_cycles(self, m: int, n: int, k_elems: int) -> tuple[float, int]:
+        """(unit occupancy in cycles, instruction count) of an ``m x n x k`` tile MMA.
+
+        The tile lowers to ceil(m / inst_m) * ceil(k / inst_k) instructions of
+        width n; each occupies the tensor core for its issue-to-issue interval
+        ``max(issue_min, issue_base + issue_per_n * n)``.
+        """
+        insts = -(-m // self.mma_inst_m) * -(-k_elems // self.mma_inst_k)
+        per = max(self.mma_issue_min, self.mma_issue_base + self.mma_issue_per_n * n)
+        return per * insts, insts
+
+    def cycles_to_us(self, cycles: float) -> float:
+        return cycles / (self.clock_ghz * 1e3)
+
+    def guesses(self) -> list[str]:
+        return [k for k, c in self.constants.items() if c.guess]
+
+
+def interpolate(table: tuple[tuple[int, float], ...], nbytes: int) -> float:
+    """Piecewise-linear in bytes through the measured points, extrapolated at both ends."""
+    xs = [x for x, _ in table]
+    i = bisect.bisect_left(xs, nbytes)
+    i = min(max(i, 1), len(table) - 1)
+    (x0, y0), (x1, y1) = table[i - 1], table[i]
+    return max(0.0, y0 + (y1 - y0) * (nbytes - x0) / (x1 - x0))
+
+
+class UnknownArch(ValueError):
+    pass
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in _HERE.glob("*.toml"))
+
+
+_CACHE: dict[str, ArchProfile] = {}
+
+
+def load_profile(name: str) -> ArchProfile:
+    """The profile called *name* (``"h200"``, ``"b200"``)."""
+    key = name.lower()
+    if key in _CACHE:
+        return _CACHE[key]
+    path = _HERE / f"{key}.toml"
+    if not path.exists():
+        raise UnknownArch(f"unknown arch {name!r}; available: {', '.join(available())}")
+    raw = tomllib.loads(path.read_text())
+    constants: dict[str, Constant] = {}
+    for section, entries in raw.items():
+        if not isinstance(entries, dict):
+            continue
+        for key_, entry in entries.items():
+            constants[key_] = Constant(entry["value"], entry.get("unit", ""), entry["source"], entry.get("guess", False))
+    values: dict[str, Any] = {}
+    for f in ArchProfile.__dataclass_fields__.values():
+        if f.name in ("name", "target", "description"):
+            values[f.name] = raw[f.name]
+        elif f.name == "constants":
+            continue
+        elif f.name not in constants:
+            raise UnknownArch(f"{path.name}: missing constant {f.name!r}")
+        else:
+            v = constants[f.name].value
+            values[f.name] = tuple(tuple(p) for p in v) if isinstance(v, list) else v
+    profile = ArchProfile(**values, constants=constants)
+    _CACHE[key] = profile
+    return profile

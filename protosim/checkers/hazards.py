@@ -1,0 +1,138 @@
+"""``raw_hazard`` / ``war_hazard``: a read that did not see the data it expects.
+
+Every write to a buffer stage says which data it puts there (``content``) and
+over which cycles it touches the stage (``t0..t1``: a TMA load from issue to
+landing, an MMA from start to completion, a thread copy while it runs); every
+read says which data it expects and when it reads.  Per stage (and per part,
+for stages written piecewise by warps), a read of content *c* over
+``[r0, r1]`` is clean iff
+
+* some write of *c* finished by ``r0`` -- otherwise ``raw_hazard``: the reader
+  did not wait for the writer (the write is still in flight, or never came);
+* no *later-issued* write of other content starts before ``r1`` -- otherwise
+  ``war_hazard``: the writer did not wait for the reader;
+* no *earlier-issued* write of other content lands after the *c* write --
+  otherwise ``raw_hazard`` (stale data landed on top).
+
+Writes of the same content (a duplicated TMA) never conflict.  Each hazardous
+read names its output tile, which is how a verdict knows which tiles come out
+wrong.  One finding per read op (not per part).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+
+from protosim.checkers.base import Finding, cyc
+
+RAW, WAR = "raw_hazard", "war_hazard"
+
+
+class _Write:
+    __slots__ = ("seq", "issued", "t0", "t1", "content", "event")
+
+    def __init__(self, e):
+        d = e.data
+        self.seq, self.issued, self.t0, self.t1, self.content, self.event = d["seq"], e.t, d["t0"], d["t1"], d["content"], e
+
+
+def check(result) -> list[Finding]:
+    parts_of = {b.name: b.parts for b in result.schedule.buffers}
+    writes: dict[tuple, list[_Write]] = defaultdict(list)
+    reads: dict[tuple, list] = defaultdict(list)
+    for e in result.log.of_kind("access"):
+        d = e.data
+        key = (e.cta, d["buffer"], d["stage"])
+        if d["mode"] == "w":
+            writes[key].append(_Write(e))
+        else:
+            reads[key].append(e)
+    findings = []
+    for key, rs in reads.items():
+        nparts = parts_of[key[1]]
+        by_part = _index_writes(writes.get(key, []), nparts)
+        for r in rs:
+            part = r.data["part"]
+            for p in range(nparts) if part is None else (part,):
+                hazard = _judge(r, by_part[p])
+                if hazard is not None:
+                    findings.append(_finding(r, p if nparts > 1 else None, *hazard))
+                    break
+    return findings
+
+
+class _PartWrites:
+    """The writes covering one part of one stage, in issue order."""
+
+    def __init__(self, ws: list[_Write]):
+        self.ws = ws
+        self.issued = [w.issued for w in ws]
+        self.by_content: dict[str, list[int]] = defaultdict(list)
+        for i, w in enumerate(ws):
+            self.by_content[w.content].append(i)
+        self.max_span = max((w.t1 - w.issued for w in ws), default=0.0)
+
+
+def _index_writes(ws: list[_Write], nparts: int) -> list[_PartWrites]:
+    ws = sorted(ws, key=lambda w: w.seq)
+    out = []
+    for p in range(nparts):
+        out.append(_PartWrites([w for w in ws if w.event.data["part"] is None or w.event.data["part"] == p]))
+    return out
+
+
+def _judge(r, pw: _PartWrites):
+    """None if the read is clean, else (kind, offending write or None, why)."""
+    d = r.data
+    c, r0, r1 = d["content"], d["t0"], d["t1"]
+    mine = pw.by_content.get(c, [])
+    landed = [i for i in mine if pw.ws[i].t1 <= r0]
+    if not landed:
+        if mine:
+            w = pw.ws[mine[0]]
+            return RAW, w, f"the write of {c} was still in flight (it lands at cycle {cyc(w.t1)})"
+        before = [w for w in pw.ws if w.t1 <= r0]
+        held = f"it held {before[-1].content}" if before else "it was never written"
+        return RAW, None, f"{c} was never written to it ({held})"
+    anchor_i = landed[-1]
+    anchor = pw.ws[anchor_i]
+    # Later-issued writes of other data that start before the read ends: scan forward
+    # while their issue cycle (<= their t0) is before r1.
+    for w in pw.ws[anchor_i + 1:]:
+        if w.issued >= r1:
+            break
+        if w.content != c and w.t0 < r1:
+            return WAR, w, f"{w.content} was written over it from cycle {cyc(w.t0)} while the read ran until {cyc(r1)}"
+    # Earlier-issued writes that land after the anchor: only those issued within
+    # max_span of the anchor's landing can.
+    lo = bisect_left(pw.issued, anchor.t1 - pw.max_span)
+    for w in pw.ws[lo:anchor_i]:
+        if w.content != c and w.t1 > anchor.t1 and w.t0 < r1:
+            return RAW, w, f"an older write of {w.content} landed at cycle {cyc(w.t1)}, after {c}"
+    return None
+
+
+def _finding(r, part, kind: str, w: _Write | None, why: str) -> Finding:
+    d = r.data
+    where = f"{d['buffer']}[{d['stage']}]" + (f" part {part}" if part is not None else "")
+    tile = d["tile"]
+    ev = {
+        "buffer": d["buffer"],
+        "stage": d["stage"],
+        "part": part,
+        "expected": d["content"],
+        "read": [d["t0"], d["t1"]],
+        "tile": tile,
+    }
+    if w is not None:
+        wd = w.event.data
+        ev["writer"] = {"who": w.event.who, "op": w.event.op, "content": w.content, "t0": w.t0, "t1": w.t1,
+                        "cta": w.event.cta}
+    return Finding(
+        kind, r.cta, r.who, r.op, d["t0"],
+        f"CTA {r.cta}: {r.who} op #{r.op} read {where} over cycles {cyc(d['t0'])}..{cyc(d['t1'])} expecting "
+        f"{d['content']}, but {why}" + (f"; output tile {tile} is wrong" if tile is not None else ""),
+        ev,
+        tiles=(tuple(tile),) if tile is not None else (),
+    )

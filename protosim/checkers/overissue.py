@@ -1,0 +1,37 @@
+"""``overissue``: an op meant to be issued by one thread was issued by several.
+
+TMA copies, tcgen05 MMAs and their commits are *tile* operations: one thread
+starts work for the whole CTA (the seed: "if 128 threads all issue the op, the
+same work is submitted 128 times"; "elect_sync in each warp gives four TMA
+issuers").  Grouped per op of the program and per CTA.
+"""
+
+from __future__ import annotations
+
+from protosim.checkers.base import Finding
+
+KIND = "overissue"
+SINGLE_ISSUER = ("tma_load", "tma_store", "mma", "mma_commit")
+
+
+def check(result) -> list[Finding]:
+    counts: dict[tuple, list] = {}
+    for e in result.log.of_kind("issue"):
+        if e.data["what"] in SINGLE_ISSUER:
+            counts.setdefault((e.cta, e.op, e.data["tile"], e.data["k"]), []).append(e)
+    findings = []
+    reported: set[tuple] = set()
+    for (cta, op, tile, k), events in counts.items():
+        threads = sum(e.data["threads"] for e in events)
+        if threads <= 1 or (cta, op) in reported:
+            continue
+        reported.add((cta, op))  # once per op of the program, not per loop iteration
+        first = events[0]
+        findings.append(Finding(
+            KIND, cta, first.who, op, first.t,
+            f"CTA {cta}: {first.data['what']} (op #{op}, tile {tile}, k={k}) issued by {threads} threads "
+            f"({', '.join(sorted({e.who for e in events}))}); it must have exactly one issuer",
+            {"what": first.data["what"], "threads": threads, "issuers": sorted({e.who for e in events}),
+             "tile": tile, "k": k},
+        ))
+    return findings

@@ -1,0 +1,51 @@
+"""``tx_mismatch``: the bytes a phase expects differ from the bytes sent to it.
+
+Two checks on the logical tags: (1) per barrier phase (``use``), the bytes of
+``expect_tx`` against the bytes of the TMA loads issued for that phase -- too
+many expected hangs the barrier, too few completes it before the data is in;
+(2) a byte completion that lands while the barrier is in a *different* phase
+than the one it was issued for -- bytes spilling into the next phase, which
+completes it early.
+"""
+
+from __future__ import annotations
+
+from protosim.checkers.base import Finding, cyc
+
+KIND = "tx_mismatch"
+
+
+def check(result) -> list[Finding]:
+    log = result.log
+    expected: dict[tuple, list] = {}
+    for e in log.of_kind("expect_tx"):
+        expected.setdefault((e.cta, e.data["barrier"], e.data["use"]), []).append(e)
+    issued: dict[tuple, list] = {}
+    for e in log.of_kind("issue"):
+        if e.data["what"] == "tma_load":
+            issued.setdefault((e.cta, e.data["barrier"], e.data["use"]), []).append(e)
+    findings = []
+    for key in sorted(set(expected) | set(issued), key=lambda k: (k[0], k[1], k[2])):
+        exp = sum(e.data["bytes"] for e in expected.get(key, []))
+        got = sum(e.data["bytes"] for e in issued.get(key, []))
+        if exp == got:
+            continue
+        cta, barrier, use = key
+        anchor = min(expected.get(key, []) + issued.get(key, []), key=lambda e: e.t)
+        what = "too many: the phase can never complete" if exp > got else "too few: the phase completes before all data lands"
+        findings.append(Finding(
+            KIND, cta, anchor.who, anchor.op, anchor.t,
+            f"CTA {cta}: phase {use} of {barrier} expects {exp} bytes but its TMA loads bring {got} ({what})",
+            {"barrier": barrier, "use": use, "expected_bytes": exp, "issued_bytes": got},
+        ))
+    for e in log.of_kind("complete_tx"):
+        d = e.data
+        if d["completed"] != d["use"]:
+            findings.append(Finding(
+                KIND, e.cta, d.get("who_issued", e.who), e.op, e.t,
+                f"CTA {e.cta}: {d['bytes']} bytes issued for phase {d['use']} of {d['barrier']} landed at cycle "
+                f"{cyc(e.t)} during phase {d['completed']}",
+                {"barrier": d["barrier"], "use": d["use"], "landed_in_phase": d["completed"], "bytes": d["bytes"],
+                 "issued": d["issue"]},
+            ))
+    return findings

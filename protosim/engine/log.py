@@ -1,0 +1,61 @@
+"""The one event log a replay writes and every checker reads.
+
+An :class:`Event` is ``(t, kind, cta, who, op, data)``: the cycle, what
+happened, which CTA, which actor (``"wg.w1"`` for warp 1 of role ``wg``, or a
+unit such as ``"tma"``), the index of the op in its role's program (-1 for unit
+events without one) and a small dict of facts.  Kinds and their data:
+
+``wait``         a barrier wait returned: barrier, parity, use, begin,
+                 completed_begin, completed_return (phases completed when it
+                 succeeded), blocked (bool)
+``arrive``       barrier, use, count, completed (phases completed before it)
+``expect_tx``    barrier, use, bytes, completed
+``complete_tx``  barrier, use, bytes, completed (before it), issue (cycle)
+``phase``        barrier, completed (new count), pending/tx reset
+``access``       buffer, stage, part (None = all), mode ("r"/"w"), content,
+                 t0, t1 (when the unit touches the data), tile, seq (issue order);
+                 the event's own time is the issue cycle
+``issue``        an op that must have one issuer was issued: op kind, threads,
+                 tile, k
+``trap``         undefined behaviour: target (barrier or unit), what, ub (kind), detail
+``sync``         a bar.sync released: barrier id, threads
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, NamedTuple
+
+
+class Event(NamedTuple):
+    t: float
+    kind: str
+    cta: int
+    who: str
+    op: int
+    data: dict[str, Any]
+
+
+class EventLog:
+    """Append-only list of events with a per-kind index built on first query."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self._by_kind: dict[str, list[Event]] | None = None
+
+    def emit(self, t: float, kind: str, cta: int, who: str, op: int, **data: Any) -> None:
+        self.events.append(Event(t, kind, cta, who, op, data))
+
+    def of_kind(self, kind: str) -> list[Event]:
+        if self._by_kind is None or sum(map(len, self._by_kind.values())) != len(self.events):
+            index: dict[str, list[Event]] = defaultdict(list)
+            for e in self.events:
+                index[e.kind].append(e)
+            self._by_kind = index
+        return self._by_kind.get(kind, [])
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def __iter__(self):
+        return iter(self.events)

@@ -1,0 +1,54 @@
+"""Happens-before bookkeeping: vector clocks over the warps of one CTA.
+
+Timing tells whether a replay *happened* to read stale data; ordering tells
+whether the protocol *guarantees* it cannot.  The engine keeps a vector clock
+per warp (one component per warp of the CTA) and moves knowledge along the
+synchronisation edges the hardware provides:
+
+* ``bar.sync`` / named barriers: every participant leaves with the join of all
+  participants' clocks;
+* mbarrier: each arrival (a thread's arrive, a TMA's complete-tx, a tcgen05
+  commit) joins its clock into the phase being built; a wait that succeeds
+  joins the clock of the phase it observed -- and *only* that phase: an early
+  return observes an older phase and learns nothing about the one it needed;
+* completion of an asynchronous operation (TMA load or store, MMA, TMEM load)
+  becomes known to a warp when a wait covering it returns (the mbarrier phase
+  it signals, ``wait_group``, ``wait::ld``); synchronous work (thread copies,
+  shared-memory stores) is known to its own warp when it ends.
+
+The engine logs, for every buffer access, the issuing warp's clock, and for
+every completion a warp learns of, an ``observe`` event (which accesses, which
+warp, at which clock).  The ``races`` checker decides from those whether each
+conflicting pair was ordered; nothing here judges.
+"""
+
+from __future__ import annotations
+
+Clock = list[int]
+
+
+def fresh(width: int) -> Clock:
+    return [0] * width
+
+
+def join_into(dst: Clock, src: Clock | tuple[int, ...] | None) -> None:
+    """``dst := max(dst, src)`` component-wise, in place."""
+    if src is None:
+        return
+    for i, v in enumerate(src):
+        if v > dst[i]:
+            dst[i] = v
+
+
+def joined(a: Clock | tuple[int, ...] | None, b: Clock | tuple[int, ...]) -> list[int]:
+    if a is None:
+        return list(b)
+    return [x if x > y else y for x, y in zip(a, b)]
+
+
+def ordered_after(observations: list[tuple[int, int]] | None, clock: tuple[int, ...]) -> bool:
+    """Is an access with these completion ``observations`` (warp, clock value) known
+    to a warp whose clock is ``clock``?  True iff some observation is in its past."""
+    if not observations:
+        return False
+    return any(clock[g] >= c for g, c in observations)

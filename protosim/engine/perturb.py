@@ -1,0 +1,100 @@
+"""Seeded timing perturbation: how a replay explores the timing envelope.
+
+The same protocol bug gives an early return, a deadlock or a fault on silicon
+depending on timing (shared/docs/DEVICE.md).  A :class:`Perturbation` shifts the
+timing of one replay, reproducibly from its seed:
+
+* *jitter*: every hardware latency (TMA, MMA, wake-up, memory) is scaled by a
+  factor drawn uniformly from [1 - jitter, 1 + jitter];
+* *stalls*: before each op, a warp stalls with probability ``stall_prob`` for a
+  uniform 0..``stall_max`` cycles (a scheduler hiccup, a slow neighbour); and
+  with the same probability an asynchronous unit's completion (a TMA landing,
+  a TMA store's read of shared memory, an MMA) is late by as much (a congested
+  memory system).
+
+* *skew*: warp ``skew_warp`` of every role sleeps ``skew_cycles`` before each of
+  its mbarrier waits -- a deterministic lag, used to measure a schedule's slack.
+
+``Perturbation.none()`` is the nominal replay.  Explicit delays are not
+perturbations: they are ``Sleep`` ops in the schedule (the config's delay knobs).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Perturbation:
+    seed: int = 0
+    jitter: float = 0.0
+    stall_prob: float = 0.0
+    stall_max: int = 0
+    skew_warp: int = 1
+    skew_cycles: int = 0
+
+    @staticmethod
+    def none() -> Perturbation:
+        return Perturbation()
+
+    @property
+    def active(self) -> bool:
+        return self.jitter > 0 or (self.stall_prob > 0 and self.stall_max > 0) or self.skew_cycles > 0
+
+    @property
+    def magnitude(self) -> float:
+        """A scalar for "how hard was timing pushed", in cycles: the skew or the largest
+        stall, or the jitter as a fraction of a 1000-cycle latency when there is neither."""
+        if self.skew_cycles:
+            return float(self.skew_cycles)
+        return float(self.stall_max) if self.stall_prob > 0 else 1000.0 * self.jitter
+
+    def describe(self) -> str:
+        if not self.active:
+            return "nominal"
+        parts = []
+        if self.jitter:
+            parts.append(f"jitter ±{self.jitter:.0%}")
+        if self.stall_prob and self.stall_max:
+            parts.append(f"stalls p={self.stall_prob:g} ≤{self.stall_max} cyc")
+        if self.skew_cycles:
+            parts.append(f"warp {self.skew_warp} lags {self.skew_cycles} cyc before each wait")
+        return f"seed {self.seed}: " + ", ".join(parts)
+
+
+class Timing:
+    """The perturbation as the engine uses it: ``scale`` latencies, draw ``stall``s."""
+
+    def __init__(self, p: Perturbation):
+        self.p = p
+        self._rng = random.Random(p.seed)
+        self.jitter = p.jitter
+        self.stalls = p.stall_prob > 0 and p.stall_max > 0
+
+    def scale(self, cycles: float) -> float:
+        if not self.jitter:
+            return cycles
+        return cycles * (1.0 + self.jitter * (2.0 * self._rng.random() - 1.0))
+
+    def stall(self) -> float:
+        if self._rng.random() < self.p.stall_prob:
+            return self._rng.uniform(0, self.p.stall_max)
+        return 0.0
+
+    def unit_stall(self) -> float:
+        return self.stall() if self.stalls else 0.0
+
+
+def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000) -> list[Perturbation]:
+    """``runs`` perturbations: the nominal replay first, then a seeded mix of jitter
+    only, stalls only and both, with stall sizes spread up to ``max_stall`` cycles."""
+    rng = random.Random(seed)
+    plan = [Perturbation.none()]
+    for i in range(1, runs):
+        style = i % 3
+        jitter = rng.choice((0.1, 0.25, 0.5)) if style != 1 else 0.0
+        stall_max = int(max_stall * rng.choice((0.05, 0.25, 0.5, 1.0))) if style != 0 else 0
+        stall_prob = rng.choice((0.01, 0.05, 0.2)) if stall_max else 0.0
+        plan.append(Perturbation(seed=seed * 100003 + i, jitter=jitter, stall_prob=stall_prob, stall_max=stall_max))
+    return plan[:runs]

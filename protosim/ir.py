@@ -1,0 +1,567 @@
+"""The schedule IR: what a kernel does, as plain data.
+
+A :class:`Schedule` declares storage (mbarriers, shared-memory and TMEM buffers)
+and *roles* (groups of warps running one program), then gives, per CTA, each
+role's ops in program order -- the straight-line trace of the kernel with loops
+unrolled and phase variables already evaluated.  A schedule is what a frontend
+produces (hand-written builder, TIRx extractor, TTGIR reader) and all the engine
+consumes; nothing downstream knows where it came from.
+
+Ops carry *logical tags* that do not depend on any bug: ``use`` is the index of
+the barrier phase an op belongs to by the protocol's intent (the k-th load into
+stage s is use k of that stage's barrier), ``Access.content`` names the data a
+write produces or a read expects (``"A[m=0,k=3]"``), ``tile`` names the output
+tile.  Checkers compare what happened with these tags: a wait for use 5 that
+returned while only 5 phases (0..4) had completed returned early.
+
+*Issuer rules* say which threads of a role execute an op, mirroring the source:
+
+* ``"all"`` -- every thread (every warp executes it, 32 threads each);
+* ``"warp0"`` -- every thread of the role's first warp;
+* ``"one"`` -- one thread (``tid == 0``, or ``elect_sync`` inside ``warp_id == 0``);
+* ``"each_warp"`` -- one elected thread in *every* warp (``elect_sync`` without a
+  warp guard: the seed's four-TMA-issuers bug).
+
+Everything here is a frozen dataclass whose repr is valid Python, and a schedule
+round-trips through JSON (:func:`to_json` / :func:`from_json`) with a stable
+content hash (:func:`content_hash`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+Issuer = Literal["all", "warp0", "one", "each_warp"]
+ISSUERS: tuple[str, ...] = ("all", "warp0", "one", "each_warp")
+SCHEMA = 1
+
+
+class ScheduleError(ValueError):
+    """A schedule that cannot be replayed; the message names the op and the fix."""
+
+
+# --------------------------------------------------------------------------- storage
+
+
+@dataclass(frozen=True, slots=True)
+class BarrierDecl:
+    """One mbarrier per CTA (arrays are spelled out: ``tma_bar[0]``, ``tma_bar[1]``)."""
+
+    name: str
+    count: int
+    """Expected arrivals per phase, as passed to ``mbarrier.init``."""
+
+
+@dataclass(frozen=True, slots=True)
+class BufferDecl:
+    """A buffer with ``stages`` independent slots, per CTA.
+
+    ``space="smem"`` buffers cost ``bytes`` of shared memory per stage;
+    ``space="tmem"`` buffers cost ``columns`` TMEM columns per stage.  ``parts``
+    is how many disjoint pieces threads write separately (a 128-row tile written
+    by four warps has 4 parts); a TMA or MMA access covers all parts.
+    """
+
+    name: str
+    space: Literal["smem", "tmem"]
+    stages: int = 1
+    bytes: int = 0
+    columns: int = 0
+    parts: int = 1
+    align: int = 128
+    """Alignment the base needs (1024 for 128B-swizzled TMA tiles)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoleDecl:
+    """A group of ``warps`` consecutive warps running one program."""
+
+    name: str
+    warps: int
+
+
+WARP_PART = -1
+"""``Access.part`` meaning "the part numbered like the executing warp" (warp w of the
+role writes rows 32w..32w+31), so one op serves all four warps."""
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One stage (or one part of one stage) of a buffer, and the data it holds."""
+
+    buffer: str
+    stage: int = 0
+    content: str = ""
+    part: int | None = None
+    """``None``: the whole stage; ``WARP_PART``: the executing warp's part."""
+
+
+# --------------------------------------------------------------------------- ops
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    """Base of all ops.  ``issuer`` says who executes it; the rest are tags."""
+
+    kind: ClassVar[str] = "op"
+    issuer: Issuer = "all"
+    tile: tuple[int, int] | None = None
+    k: int | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MbarInit(Op):
+    """``mbarrier.init`` with the declared count."""
+
+    kind: ClassVar[str] = "mbar_init"
+    barrier: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Arrive(Op):
+    """``mbarrier.arrive`` by each executing thread, ``count`` arrivals each."""
+
+    kind: ClassVar[str] = "arrive"
+    barrier: str
+    use: int
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectTx(Op):
+    """``mbarrier.expect_tx``."""
+
+    kind: ClassVar[str] = "expect_tx"
+    barrier: str
+    use: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArriveExpectTx(Op):
+    """``mbarrier.arrive.expect_tx``: expect ``bytes``, then arrive once."""
+
+    kind: ClassVar[str] = "arrive_expect_tx"
+    barrier: str
+    use: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Wait(Op):
+    """``try_wait.parity`` in a loop until it succeeds (blocking)."""
+
+    kind: ClassVar[str] = "wait"
+    barrier: str
+    parity: int
+    use: int
+    """The phase this wait is for, by the protocol's intent."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmaLoad(Op):
+    """``cp.async.bulk.tensor`` global -> shared, completing ``bytes`` on ``barrier``."""
+
+    kind: ClassVar[str] = "tma_load"
+    barrier: str
+    use: int
+    bytes: int
+    dst: Access
+    src: str = ""
+    """Global tile id (``"A[m=0,k=3]"``); the L2 model keys on it.  Defaults to dst.content."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmaStore(Op):
+    """``cp.async.bulk.tensor`` shared -> global; tracked by the issuing thread's bulk groups."""
+
+    kind: ClassVar[str] = "tma_store"
+    bytes: int
+    src: Access
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BulkCommit(Op):
+    """``cp.async.bulk.commit_group``."""
+
+    kind: ClassVar[str] = "bulk_commit"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BulkWait(Op):
+    """``cp.async.bulk.wait_group{.read} n``."""
+
+    kind: ClassVar[str] = "bulk_wait"
+    n: int = 0
+    read: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadCopy(Op):
+    """Synchronous global -> shared copy by the executing warps (``Tx.cta.copy``).
+
+    Each executing warp copies ``bytes`` into ``dst`` (usually its own part)."""
+
+    kind: ClassVar[str] = "thread_copy"
+    bytes: int
+    dst: Access
+    src: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SmemStore(Op):
+    """Registers -> shared memory (``st.shared``) by each executing warp."""
+
+    kind: ClassVar[str] = "smem_store"
+    bytes: int
+    dst: Access
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GlobalStore(Op):
+    """Registers -> global memory by each executing warp (the v1-v3 epilogue)."""
+
+    kind: ClassVar[str] = "global_store"
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mma(Op):
+    """``tcgen05.mma`` for an ``m x n x k_elems`` tile (``Tx.gemm_async``): async, in order.
+
+    ``reads`` are the shared-memory operands, ``writes`` the TMEM accumulator."""
+
+    kind: ClassVar[str] = "mma"
+    m: int
+    n: int
+    k_elems: int
+    reads: tuple[Access, ...] = ()
+    writes: tuple[Access, ...] = ()
+    accumulate: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MmaCommit(Op):
+    """``tcgen05.commit ... mbarrier::arrive::one``: one arrival on ``barrier`` once every
+    MMA this thread issued before it has completed."""
+
+    kind: ClassVar[str] = "mma_commit"
+    barrier: str
+    use: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Wgmma(Op):
+    """``wgmma.mma_async`` for an ``m x n x k_elems`` tile; all warps of the role issue it
+    together (``.sync.aligned``), it joins the warpgroup's open wgmma group."""
+
+    kind: ClassVar[str] = "wgmma"
+    m: int
+    n: int
+    k_elems: int
+    reads: tuple[Access, ...] = ()
+    writes: tuple[Access, ...] = ()
+    accumulate: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WgmmaCommit(Op):
+    """``wgmma.commit_group``."""
+
+    kind: ClassVar[str] = "wgmma_commit"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WgmmaWait(Op):
+    """``wgmma.wait_group n``."""
+
+    kind: ClassVar[str] = "wgmma_wait"
+    n: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmemLoad(Op):
+    """``tcgen05.ld``: TMEM -> registers for the executing warp's lanes (async)."""
+
+    kind: ClassVar[str] = "tmem_load"
+    bytes: int
+    src: Access
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitLd(Op):
+    """``tcgen05.wait::ld``: block until this warp's TMEM loads are done."""
+
+    kind: ClassVar[str] = "wait_ld"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmemAlloc(Op):
+    """``tcgen05.alloc``: blocks while the SM lacks ``columns`` free TMEM columns."""
+
+    kind: ClassVar[str] = "tmem_alloc"
+    columns: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmemDealloc(Op):
+    """``tcgen05.dealloc``."""
+
+    kind: ClassVar[str] = "tmem_dealloc"
+    columns: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CtaSync(Op):
+    """``bar.sync 0``: every thread of the CTA."""
+
+    kind: ClassVar[str] = "cta_sync"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NamedBarrierSync(Op):
+    """``bar.sync id, threads`` (``T.cuda.warpgroup_sync(10)`` is id 10, 128 threads)."""
+
+    kind: ClassVar[str] = "named_barrier"
+    barrier_id: int
+    threads: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fence(Op):
+    """A fence (``fence.proxy.async``, ``fence.mbarrier_init``, ...): costs time only."""
+
+    kind: ClassVar[str] = "fence"
+    fence: str = "proxy_async"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sleep(Op):
+    """``nanosleep``: a delay knob, in cycles.  With ``warp`` set, only that warp of
+    the role sleeps (the lagging-warp knob)."""
+
+    kind: ClassVar[str] = "sleep"
+    cycles: int
+    warp: int | None = None
+
+
+OP_TYPES: dict[str, type[Op]] = {
+    cls.kind: cls
+    for cls in (
+        MbarInit, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
+        BulkWait, ThreadCopy, SmemStore, GlobalStore, Mma, MmaCommit, Wgmma, WgmmaCommit,
+        WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
+        Fence, Sleep,
+    )
+}
+
+
+# --------------------------------------------------------------------------- schedule
+
+
+@dataclass(frozen=True, slots=True)
+class CtaProgram:
+    """The ops of every role of one CTA; ``roles[i]`` runs ``Schedule.roles[i]``."""
+
+    index: int
+    roles: tuple[tuple[Op, ...], ...]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A whole kernel launch: storage and roles per CTA, and each CTA's programs."""
+
+    name: str
+    arch: str
+    barriers: tuple[BarrierDecl, ...]
+    buffers: tuple[BufferDecl, ...]
+    roles: tuple[RoleDecl, ...]
+    ctas: tuple[CtaProgram, ...]
+    config: dict[str, Any] = field(default_factory=dict, compare=False)
+    """The builder config that produced it (informative; not hashed)."""
+
+    @property
+    def threads_per_cta(self) -> int:
+        return 32 * sum(r.warps for r in self.roles)
+
+    def barrier(self, name: str) -> BarrierDecl:
+        for b in self.barriers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def buffer(self, name: str) -> BufferDecl:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def op_count(self) -> int:
+        return sum(len(ops) for cta in self.ctas for ops in cta.roles)
+
+
+def validate(s: Schedule) -> None:
+    """Raise :class:`ScheduleError` for a schedule the engine cannot replay."""
+    if not s.roles:
+        raise ScheduleError(f"schedule {s.name!r}: no roles; declare at least one role")
+    if not s.ctas:
+        raise ScheduleError(f"schedule {s.name!r}: no CTAs; give at least one CTA program")
+    barriers = {b.name: b for b in s.barriers}
+    buffers = {b.name: b for b in s.buffers}
+    for b in s.buffers:
+        if b.stages < 1 or b.parts < 1:
+            raise ScheduleError(f"buffer {b.name!r}: stages and parts must be >= 1")
+    for cta in s.ctas:
+        if len(cta.roles) != len(s.roles):
+            raise ScheduleError(
+                f"CTA {cta.index}: {len(cta.roles)} role programs for {len(s.roles)} declared roles"
+            )
+        for role, ops in zip(s.roles, cta.roles):
+            for i, op in enumerate(ops):
+                where = f"CTA {cta.index}, role {role.name!r}, op #{i} ({op.kind})"
+                if op.issuer not in ISSUERS:
+                    raise ScheduleError(f"{where}: issuer {op.issuer!r}; use one of {ISSUERS}")
+                name = getattr(op, "barrier", None)
+                if name is not None and name not in barriers:
+                    raise ScheduleError(f"{where}: barrier {name!r} is not declared; add a BarrierDecl")
+                if isinstance(op, Wait) and op.parity not in (0, 1):
+                    raise ScheduleError(f"{where}: parity {op.parity}; a parity is 0 or 1")
+                for acc in accesses(op):
+                    buf = buffers.get(acc.buffer)
+                    if buf is None:
+                        raise ScheduleError(f"{where}: buffer {acc.buffer!r} is not declared; add a BufferDecl")
+                    if not 0 <= acc.stage < buf.stages:
+                        raise ScheduleError(
+                            f"{where}: stage {acc.stage} of {acc.buffer!r}, which has {buf.stages} stage(s)"
+                        )
+                    if acc.part is not None and acc.part != WARP_PART and not 0 <= acc.part < buf.parts:
+                        raise ScheduleError(
+                            f"{where}: part {acc.part} of {acc.buffer!r}, which has {buf.parts} part(s)"
+                        )
+
+
+def accesses(op: Op) -> tuple[Access, ...]:
+    """Every buffer access an op makes (reads and writes)."""
+    if isinstance(op, (TmaLoad, ThreadCopy, SmemStore)):
+        return (op.dst,)
+    if isinstance(op, (TmaStore, TmemLoad)):
+        return (op.src,)
+    if isinstance(op, (Mma, Wgmma)):
+        return op.reads + op.writes
+    return ()
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _op_to_json(op: Op) -> dict[str, Any]:
+    out: dict[str, Any] = {"op": op.kind}
+    for f in dataclasses.fields(op):
+        value = getattr(op, f.name)
+        if f.default is not dataclasses.MISSING and value == f.default:
+            continue
+        if f.default_factory is not dataclasses.MISSING and value == f.default_factory():  # type: ignore[misc]
+            continue
+        out[f.name] = _plain(value)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Access):
+        return {k: v for k, v in dataclasses.asdict(value).items() if v is not None and v != "" and not (k == "stage" and v == 0)}
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _op_from_json(d: dict[str, Any], where: str) -> Op:
+    d = dict(d)
+    kind = d.pop("op", None)
+    cls = OP_TYPES.get(kind)  # type: ignore[arg-type]
+    if cls is None:
+        raise ScheduleError(f"{where}: unknown op {kind!r}; known ops: {', '.join(sorted(OP_TYPES))}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(d) - names
+    if unknown:
+        raise ScheduleError(f"{where}: op {kind!r} has no field(s) {sorted(unknown)}; fields: {sorted(names)}")
+    for key in ("dst", "src"):
+        if isinstance(d.get(key), dict):
+            d[key] = Access(**d[key])
+    for key in ("reads", "writes"):
+        if key in d:
+            d[key] = tuple(Access(**a) for a in d[key])
+    if d.get("tile") is not None:
+        d["tile"] = tuple(d["tile"])
+    try:
+        return cls(**d)
+    except TypeError as e:
+        raise ScheduleError(f"{where}: op {kind!r}: {e}") from None
+
+
+def to_json(s: Schedule) -> dict[str, Any]:
+    """The schedule as JSON-ready data (ops omit fields left at their default)."""
+    return {
+        "protosim_schedule": SCHEMA,
+        "name": s.name,
+        "arch": s.arch,
+        "barriers": [dataclasses.asdict(b) for b in s.barriers],
+        "buffers": [dataclasses.asdict(b) for b in s.buffers],
+        "roles": [dataclasses.asdict(r) for r in s.roles],
+        "ctas": [
+            {"index": c.index, "roles": [[_op_to_json(op) for op in ops] for ops in c.roles]}
+            for c in s.ctas
+        ],
+        "config": s.config,
+    }
+
+
+def from_json(d: dict[str, Any]) -> Schedule:
+    """Inverse of :func:`to_json`; raises :class:`ScheduleError` naming the bad entry."""
+    if d.get("protosim_schedule") != SCHEMA:
+        raise ScheduleError(f"not a protosim schedule (schema {SCHEMA}): missing 'protosim_schedule': {SCHEMA}")
+    try:
+        sched = Schedule(
+            name=d["name"],
+            arch=d["arch"],
+            barriers=tuple(BarrierDecl(**b) for b in d["barriers"]),
+            buffers=tuple(BufferDecl(**b) for b in d["buffers"]),
+            roles=tuple(RoleDecl(**r) for r in d["roles"]),
+            ctas=tuple(
+                CtaProgram(
+                    c["index"],
+                    tuple(
+                        tuple(_op_from_json(o, f"CTA {c['index']} role #{r} op #{i}") for i, o in enumerate(ops))
+                        for r, ops in enumerate(c["roles"])
+                    ),
+                )
+                for c in d["ctas"]
+            ),
+            config=d.get("config", {}),
+        )
+    except KeyError as e:
+        raise ScheduleError(f"schedule JSON is missing field {e}") from None
+    except TypeError as e:
+        raise ScheduleError(f"schedule JSON: {e}") from None
+    validate(sched)
+    return sched
+
+
+def dumps(s: Schedule) -> str:
+    return json.dumps(to_json(s), sort_keys=True, separators=(",", ":"))
+
+
+def loads(text: str) -> Schedule:
+    return from_json(json.loads(text))
+
+
+def content_hash(s: Schedule) -> str:
+    """SHA-256 of the canonical JSON of everything but ``config`` (first 16 hex digits)."""
+    d = to_json(s)
+    d.pop("config")
+    blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]

@@ -1,0 +1,207 @@
+"""The mbarrier object as a pure state machine.
+
+An mbarrier is a 64-bit word in shared memory that counts two things per *phase*:
+thread arrivals and bytes of asynchronous transfers.  A phase completes when both
+counts reach zero; the barrier then moves to the next phase and reloads its
+arrival count.  Waiters never name a phase, only its parity, and that is where
+the bugs live: a wait on parity *P* succeeds whenever the most recently completed
+phase had parity *P*, whichever phase that was.
+
+Every operation here is a pure function ``op(state, ...) -> Step``.  Undefined
+behaviour (PTX says so in words) comes back as ``Step.undefined``, with the state
+left untouched -- never clamped, never silently modelled.  On the H200 these
+cases trap the kernel ("unspecified launch failure", shared/docs/DEVICE.md).
+
+Sources (PTX ISA 9.1, section 9.7.13.15 "mbarrier"):
+
+* 9.7.13.15.2 *Contents*: expected arrivals in [1, 2^20-1], pending arrivals in
+  [0, 2^20-1], tx-count in [-(2^20-1), 2^20-1].
+* 9.7.13.15.3 *Lifecycle*: must be initialized before use; invalidated before its
+  memory is repurposed.  9.7.13.15.9 *init*: init on a valid object is undefined.
+* 9.7.13.15.5 *expect-tx* adds to tx-count; *complete-tx* subtracts and may
+  complete the phase.  9.7.13.15.7 *arrive-on* subtracts *count* from pending
+  and may complete the phase.  ``arrive.expect_tx`` does expect-tx first.
+* 9.7.13.15.6 *Phase completion*: pending == 0 and tx-count == 0; then, atomically,
+  next phase and pending := expected.
+* 9.7.13.15.16 *test_wait / try_wait .parity*: tests completion of the phase with
+  the given parity, valid only for the current (False) or the immediately
+  preceding (True) phase.  Hence: ``wait(P)`` is True iff current parity != P.
+
+The rule "when does a phase complete" lives in exactly one place:
+:func:`_settle`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+MAX_COUNT = (1 << 20) - 1
+"""Largest expected / pending arrival count (PTX 9.7.13.15.2)."""
+TX_LIMIT = (1 << 20) - 1
+"""tx-count must stay within [-TX_LIMIT, TX_LIMIT] (PTX 9.7.13.15.2)."""
+
+UndefinedKind = Literal[
+    "use_before_init",
+    "reinit_without_inval",
+    "count_out_of_range",
+    "arrival_underflow",
+    "tx_out_of_range",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Undefined:
+    """An operation the PTX ISA leaves undefined; the hardware traps on these."""
+
+    kind: UndefinedKind
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class MBarrierState:
+    """The observable contents of one mbarrier.
+
+    ``expected == 0`` means "not a valid mbarrier object" (never initialized, or
+    invalidated): PTX forbids an expected count of zero, so the value is free to
+    mean that.
+    """
+
+    expected: int = 0
+    """Arrivals each phase needs; set by ``init``."""
+    pending: int = 0
+    """Arrivals the current phase still needs."""
+    tx: int = 0
+    """Bytes of asynchronous transfers the current phase still waits for (may be negative)."""
+    completed: int = 0
+    """Phases completed since ``init``.  Not hardware state: it makes verdicts explainable."""
+
+    @property
+    def initialized(self) -> bool:
+        return self.expected > 0
+
+    @property
+    def parity(self) -> int:
+        """Parity of the current (incomplete) phase."""
+        return self.completed & 1
+
+    def check(self) -> None:
+        """Assert the representation invariants (for tests)."""
+        assert 0 <= self.expected <= MAX_COUNT
+        assert self.completed >= 0
+        if not self.initialized:
+            assert self.pending == 0 and self.tx == 0
+            return
+        assert 0 <= self.pending <= self.expected
+        assert -TX_LIMIT <= self.tx <= TX_LIMIT
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Result of one operation: the new state and what happened."""
+
+    state: MBarrierState
+    phase_completed: bool = False
+    undefined: Undefined | None = None
+
+
+def _settle(s: MBarrierState) -> Step:
+    """Phase completion (PTX 9.7.13.15.6): the only place a phase completes."""
+    if s.pending == 0 and s.tx == 0:
+        return Step(replace(s, pending=s.expected, completed=s.completed + 1), True)
+    return Step(s)
+
+
+def _ub(s: MBarrierState, kind: UndefinedKind, detail: str) -> Step:
+    return Step(s, False, Undefined(kind, detail))
+
+
+def _need_init(s: MBarrierState, op: str) -> Step | None:
+    if not s.initialized:
+        return _ub(s, "use_before_init", f"{op} on an mbarrier that was never initialized (or was invalidated)")
+    return None
+
+
+def init(s: MBarrierState, count: int) -> Step:
+    """``mbarrier.init [addr], count``: phase 0, pending = expected = count, tx = 0."""
+    if s.initialized:
+        return _ub(s, "reinit_without_inval", "init on a valid mbarrier object; mbarrier.inval it first")
+    if not 1 <= count <= MAX_COUNT:
+        return _ub(s, "count_out_of_range", f"init count {count} outside [1, {MAX_COUNT}]")
+    return Step(MBarrierState(expected=count, pending=count, tx=0, completed=0))
+
+
+def inval(s: MBarrierState) -> Step:
+    """``mbarrier.inval``: the memory is no longer an mbarrier object."""
+    return _need_init(s, "inval") or Step(MBarrierState())
+
+
+def arrive(s: MBarrierState, count: int = 1) -> Step:
+    """Arrive-on with *count* (PTX 9.7.13.15.7)."""
+    if bad := _need_init(s, "arrive"):
+        return bad
+    if not 1 <= count <= MAX_COUNT:
+        return _ub(s, "count_out_of_range", f"arrive count {count} outside [1, {MAX_COUNT}]")
+    if count > s.pending:
+        return _ub(
+            s,
+            "arrival_underflow",
+            f"arrive({count}) with only {s.pending} arrival(s) pending in phase {s.completed}",
+        )
+    return _settle(replace(s, pending=s.pending - count))
+
+
+def expect_tx(s: MBarrierState, nbytes: int) -> Step:
+    """Expect-tx (PTX 9.7.13.15.5.1): tx-count += nbytes.
+
+    Unlike arrive-on and complete-tx, the ISA does not say expect-tx may complete
+    the phase, so it never does here.  The only way this differs from "check on
+    every update" is a standalone expect_tx that cancels a negative tx-count after
+    all arrivals: the phase then stays incomplete.  [VERIFY on silicon]
+    """
+    if bad := _need_init(s, "expect_tx"):
+        return bad
+    return _change_tx(s, +nbytes, "expect_tx", may_complete=False)
+
+
+def complete_tx(s: MBarrierState, nbytes: int) -> Step:
+    """Complete-tx (PTX 9.7.13.15.5.2): tx-count -= nbytes, then maybe complete."""
+    if bad := _need_init(s, "complete_tx"):
+        return bad
+    return _change_tx(s, -nbytes, "complete_tx", may_complete=True)
+
+
+def _change_tx(s: MBarrierState, delta: int, op: str, may_complete: bool) -> Step:
+    if not 0 <= abs(delta) <= TX_LIMIT:
+        return _ub(s, "count_out_of_range", f"{op} byte count {abs(delta)} outside [0, {TX_LIMIT}]")
+    tx = s.tx + delta
+    if not -TX_LIMIT <= tx <= TX_LIMIT:
+        return _ub(s, "tx_out_of_range", f"{op}({abs(delta)}) would take tx-count from {s.tx} to {tx}")
+    moved = replace(s, tx=tx)
+    return _settle(moved) if may_complete else Step(moved)
+
+
+def arrive_expect_tx(s: MBarrierState, nbytes: int, count: int = 1) -> Step:
+    """``mbarrier.arrive.expect_tx``: expect-tx(nbytes), then arrive-on(count).
+
+    Atomic: if the arrive-on is undefined, the expect-tx does not happen either.
+    """
+    first = expect_tx(s, nbytes)
+    if first.undefined:
+        return first
+    second = arrive(first.state, count)
+    if second.undefined:
+        return Step(s, False, second.undefined)
+    return second
+
+
+def test_wait_parity(s: MBarrierState, parity: int) -> bool:
+    """``test_wait.parity`` / ``try_wait.parity``: has the phase of this parity completed?
+
+    True iff the current phase has the other parity, i.e. the most recently
+    completed phase had parity *parity*.  Right after init that is parity 1
+    (a "phase -1" counts as complete), which is why producers start at 1.
+    """
+    if parity not in (0, 1):
+        raise ValueError(f"parity must be 0 or 1, got {parity}")
+    return s.parity != parity

@@ -1,0 +1,170 @@
+"""Run a scenario end to end and render the result (text for people, JSON for machines).
+
+:func:`run_scenario` is what ``protosim run`` and ``protosim demo`` call:
+nominal verdict, outcome set over perturbed replays, optional slack, and the
+comparison with the scenario's expectation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from protosim.arch import load_profile
+from protosim.engine import RunResult
+from protosim.ir import content_hash
+from protosim.scenarios import Scenario, check_expectation
+from protosim.verdict import OUTCOMES, OutcomeSet, Slack, Verdict, explore, judge, slack
+
+
+@dataclass
+class RunReport:
+    scenario: Scenario
+    verdict: Verdict
+    result: RunResult
+    outcomes: OutcomeSet | None
+    slack: Slack | None
+    problems: list[str]
+
+    @property
+    def agrees(self) -> bool | None:
+        return None if not self.scenario.expect.declared else not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        s = self.scenario
+        return {
+            "scenario": s.name,
+            "file": str(s.path),
+            "builder": s.builder,
+            "config": s.config.to_dict() if s.config else None,
+            "verdict": self.verdict.to_json(),
+            "outcome_set": self.outcomes.to_json() if self.outcomes else None,
+            "slack": self.slack.to_json() if self.slack else None,
+            "expect": {
+                "nominal": s.expect.nominal, "findings": list(s.expect.findings), "ok": s.expect.ok,
+                "outcomes": list(s.expect.outcomes), "may": list(s.expect.may),
+            },
+            "agrees": self.agrees,
+            "problems": self.problems,
+        }
+
+
+def run_scenario(scenario: Scenario, runs: int | None = None, max_stall: int | None = None,
+                 seed: int | None = None, with_slack: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> RunReport:
+    schedule = scenario.build()
+    arch = load_profile(schedule.arch)
+    h = content_hash(schedule)
+    verdict, result = judge(schedule, arch, schedule_hash=h)
+    runs = scenario.runs if runs is None else runs
+    outcomes = None
+    if runs > 1:
+        outcomes = explore(schedule, runs=runs, seed=scenario.seed if seed is None else seed,
+                           max_stall=scenario.max_stall if max_stall is None else max_stall, arch=arch,
+                           progress=progress)
+    sl = slack(schedule, arch=arch) if with_slack else None
+    problems = check_expectation(scenario.expect, verdict, outcomes)
+    return RunReport(scenario, verdict, result, outcomes, sl, problems)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:5.1f}%"
+
+
+def render_run(rep: RunReport, max_findings: int = 8) -> str:
+    v, s, t = rep.verdict, rep.scenario, rep.verdict.timing
+    arch = rep.result.arch
+    lines = [f"scenario   {s.name}   ({s.builder} on {arch.name}, schedule {v.schedule_hash}, "
+             f"{rep.result.schedule.op_count():,} ops, {len(rep.result.schedule.ctas)} CTA(s))"]
+    if s.description:
+        lines.append(f"           {s.description}")
+    counts: dict[str, int] = {}
+    for f in v.findings:
+        counts[f.kind] = counts.get(f.kind, 0) + 1
+    if v.ok:
+        lines.append("verdict    OK: no findings")
+    else:
+        lines.append("verdict    NOT OK: " + ", ".join(f"{k} x{n}" for k, n in counts.items()))
+    lines.append(f"outcome    {v.outcome.summary()}   [nominal replay]")
+    if rep.outcomes:
+        o = rep.outcomes
+        parts = []
+        for k in OUTCOMES:
+            c = o.classes.get(k)
+            if c:
+                extra = f", from a perturbation of {c.min_magnitude:,.0f} cyc" if c.min_magnitude > 0 else ""
+                parts.append(f"{k} ({c.runs}/{o.runs}{extra})")
+        lines.append(f"reachable  {'; '.join(parts)}   [{o.runs} replays, stalls up to {o.max_stall:,} cyc, seed {o.seed}]")
+        for k in OUTCOMES:
+            c = o.classes.get(k)
+            if c and k == "wrong":
+                lines.append(f"           wrong tiles seen: {', '.join(str(tuple(x)) for x in sorted(c.tiles)[:8])}"
+                             + (f" (+{len(c.tiles) - 8})" if len(c.tiles) > 8 else ""))
+            if c and k == "deadlock":
+                lines.append(f"           hung: {'; '.join(sorted(c.hung)[:4])}" + (f" (+{len(c.hung) - 4})" if len(c.hung) > 4 else ""))
+            if c and k == "fault":
+                lines.append(f"           faults: {', '.join(sorted(c.faults))}")
+    if rep.slack:
+        lines.append(f"slack      {rep.slack.summary(arch)}")
+    e = s.expect
+    if e.declared:
+        want = []
+        if e.nominal:
+            want.append(f"nominal {e.nominal}")
+        if e.ok is not None:
+            want.append("ok" if e.ok else "not ok")
+        if e.findings:
+            want.append("findings " + ", ".join(e.findings))
+        if e.outcomes:
+            want.append("reach {" + ", ".join(e.outcomes) + "}" + (" may {" + ", ".join(e.may) + "}" if e.may else ""))
+        status = "AGREES" if not rep.problems else "DISAGREES: " + "; ".join(rep.problems)
+        lines.append(f"expected   {'; '.join(want)} -> {status}")
+    if v.findings:
+        lines.append("")
+        lines.append("findings (first by cycle)")
+        for f in v.findings[:max_findings]:
+            lines.append(f"  [{f.kind}] {f.message}")
+        if len(v.findings) > max_findings:
+            lines.append(f"  ... {len(v.findings) - max_findings} more (--json for all)")
+    lines.append("")
+    lines.append(f"timing     {t.cycles:,.0f} cycles = {t.microseconds:,.2f} µs at {arch.clock_ghz} GHz; "
+                 f"{t.events:,} events; {t.sms_used} SM(s) used")
+    lines.append(f"  busy     TMA engine {_pct(t.tma_busy)}   tensor core {_pct(t.mma_busy)}   "
+                 f"L2->SM {_pct(t.l2_busy)}   HBM {_pct(t.hbm_busy)}   L2 hit rate {_pct(t.l2_hit_rate)}")
+    kinds = sorted({on for per in t.stall.values() for on in per})
+    if kinds:
+        lines.append("  stalled  cycles per warp, by what blocked it")
+        lines.append("    " + "role".ljust(10) + "".join(k.rjust(13) for k in kinds))
+        for role, per in t.stall.items():
+            lines.append("    " + role.ljust(10) + "".join(f"{per.get(k, 0):13,.0f}" for k in kinds))
+    return "\n".join(lines)
+
+
+def render_demo(reports: list[RunReport]) -> str:
+    head = ("scenario", "builder", "arch", "nominal", "findings", "reachable", "cycles", "µs", "expect")
+    rows = []
+    for r in reports:
+        v = r.verdict
+        reach = ",".join(k for k in OUTCOMES if r.outcomes and k in r.outcomes.classes) if r.outcomes else "-"
+        rows.append((
+            r.scenario.name, r.scenario.builder, r.result.arch.name, v.outcome.kind,
+            ",".join(v.kinds()) or "-", reach, f"{v.timing.cycles:,.0f}", f"{v.timing.microseconds:,.2f}",
+            {None: "-", True: "ok", False: "MISMATCH"}[r.agrees],
+        ))
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)), "  ".join("-" * w for w in widths)]
+    for row in rows:
+        out.append("  ".join(str(x).ljust(w) for x, w in zip(row, widths)))
+    bad = [r for r in reports if r.agrees is False]
+    out.append("")
+    out.append(f"{len(reports)} scenarios, {sum(1 for r in reports if r.agrees)} agree with their expectation"
+               + (f", {len(bad)} MISMATCH: " + ", ".join(r.scenario.name for r in bad) if bad else ""))
+    return "\n".join(out)
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, default=str)

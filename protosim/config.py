@@ -134,6 +134,13 @@ class GemmConfig:
         for name in ("M", "N", "K", "BLK_M", "BLK_N", "BLK_K", "PIPE_DEPTH", "l2_group_size"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"{getattr(self, name)} must be >= 1")
+        # Tile constraints first: a bad tile is the root cause of a divisibility error.
+        if self.BLK_K % 16:
+            raise ConfigError("BLK_K", f"{self.BLK_K} is not a multiple of the MMA K (16)")
+        if self.BLK_M != 128:
+            raise ConfigError("BLK_M", f"{self.BLK_M}: the seed's kernels use one warpgroup, 128 rows; set BLK_M = 128")
+        if self.BLK_N % 8 or not 8 <= self.BLK_N <= 256:
+            raise ConfigError("BLK_N", f"{self.BLK_N}: the MMA N must be a multiple of 8 in [8, 256]")
         for dim, blk in (("M", "BLK_M"), ("N", "BLK_N"), ("K", "BLK_K")):
             if getattr(self, dim) % getattr(self, blk):
                 raise ConfigError(
@@ -141,12 +148,6 @@ class GemmConfig:
                     f"{dim}={getattr(self, dim)} is not a multiple of {blk}={getattr(self, blk)}; "
                     f"pick {dim} as a multiple of {getattr(self, blk)}",
                 )
-        if self.BLK_K % 16:
-            raise ConfigError("BLK_K", f"{self.BLK_K} is not a multiple of the MMA K (16)")
-        if self.BLK_M != 128:
-            raise ConfigError("BLK_M", f"{self.BLK_M}: the seed's kernels use one warpgroup, 128 rows; set BLK_M = 128")
-        if self.BLK_N % 8 or not 8 <= self.BLK_N <= 256:
-            raise ConfigError("BLK_N", f"{self.BLK_N}: the MMA N must be a multiple of 8 in [8, 256]")
         if self.sm_count is not None and self.sm_count < 1:
             raise ConfigError("sm_count", f"{self.sm_count} must be >= 1 (or omitted for the whole chip)")
         if self.tma_issuer not in ("one", "each_warp"):

@@ -14,7 +14,7 @@ from protosim.engine import RunResult
 from protosim.verdict import Verdict
 
 # Root causes before consequences when two findings share a cycle.
-PRIORITY = ("capacity", "launch_failure", "unsupported", "wrong_parity", "early_return", "lapped_wait",
+PRIORITY = ("capacity", "launch_failure", "unsupported", "early_return", "wrong_parity", "lapped_wait",
             "tx_mismatch", "overissue", "arrival_underflow", "tx_out_of_range", "use_before_init",
             "reinit_without_inval", "count_out_of_range", "raw_hazard", "war_hazard", "deadlock", "incomplete")
 
@@ -53,8 +53,8 @@ def explain(verdict: Verdict, result: RunResult, title: str = "") -> str:
     arch = result.arch
     head = title or verdict.name
     lines.append(f"{head}: {verdict.name} on {arch.name} ({arch.target}), schedule {verdict.schedule_hash}")
-    lines.append(f"Nominal replay: {verdict.outcome.summary()} after {cyc(verdict.timing.cycles)} cycles "
-                 f"({verdict.timing.microseconds:.2f} µs).")
+    lines.append(f"Replay ({verdict.perturbation}): {verdict.outcome.summary()} after {cyc(verdict.timing.cycles)} "
+                 f"cycles ({verdict.timing.microseconds:.2f} µs).")
     first = primary(verdict.findings)
     if first is None:
         lines.append("No findings: every wait returned after the phase it waits for, every read saw the data it "

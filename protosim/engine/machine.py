@@ -151,6 +151,19 @@ class RunResult:
 # --------------------------------------------------------------------------- CTA state
 
 
+class _Wakeup(simpy.Event):
+    """An event that succeeds ``delay`` cycles after it is fired: a waiter woken by
+    a completion resumes after the wake-up latency in one scheduler step (SimPy's
+    own ``Timeout`` is built the same way)."""
+
+    __slots__ = ()
+
+    def fire_in(self, delay: float, value: Any = None) -> None:
+        self._ok = True
+        self._value = value
+        self.env.schedule(self, simpy.events.NORMAL, delay)
+
+
 class _BarrierCell:
     """One mbarrier: its pure state, its waiters, and what the phase in progress
     (and the last completed one) carries for happens-before."""
@@ -161,7 +174,7 @@ class _BarrierCell:
         self.name = name
         self.count = count
         self.state = MBarrierState()
-        self.waiters: list[tuple[int, simpy.Event]] = []
+        self.waiters: list[tuple[int, _Wakeup]] = []
         self.acc_clock: list[int] | None = None
         self.acc_seqs: list[int] = []
         self.last_clock: list[int] | None = None
@@ -174,12 +187,14 @@ class _BarrierCell:
 
 
 class _SyncPoint:
+    """One use of a ``bar.sync`` barrier: arrivals so far and their joined clock."""
+
     __slots__ = ("target", "arrived", "event", "clock")
 
     def __init__(self, env: simpy.Environment, target: int, width: int):
         self.target = target
         self.arrived = 0
-        self.event = env.event()
+        self.event = _Wakeup(env)
         self.clock = fresh(width)
 
 
@@ -224,7 +239,7 @@ class _Groups:
 
 
 class _Cta:
-    def __init__(self, env: simpy.Environment, prog: CtaProgram, sm: SmUnits, schedule: Schedule):
+    def __init__(self, prog: CtaProgram, sm: SmUnits, schedule: Schedule):
         self.index = prog.index
         self.sm = sm
         self.width = sum(r.warps for r in schedule.roles)
@@ -242,7 +257,7 @@ class _Cta:
 
 class _Warp:
     __slots__ = ("cta", "role", "role_name", "warp", "warps", "who", "blocked", "tmem_done", "tmem_seqs", "stall",
-                 "done", "g", "clock")
+                 "done", "g", "clock", "debt", "wait_c0")
 
     def __init__(self, cta: _Cta, role: int, role_name: str, warp: int, warps: int, g: int):
         self.cta = cta
@@ -251,7 +266,8 @@ class _Warp:
         self.warp = warp
         self.warps = warps
         self.who = f"{role_name}.w{warp}"
-        self.blocked: Blocked | None = None
+        self.blocked: tuple | None = None
+        """(op index, op, on, target, detail, since, use, parity) while blocked."""
         self.tmem_done = 0.0
         self.tmem_seqs: list[int] = []
         self.stall: dict[str, float] = {}
@@ -259,6 +275,11 @@ class _Warp:
         self.g = g
         """Index of this warp in the CTA (its vector-clock component)."""
         self.clock = fresh(cta.width)
+        self.wait_c0 = 0
+        """Phases the barrier had completed when the current blocked wait began."""
+        self.debt = 0.0
+        """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not
+        yet paid with a SimPy timeout: paid before the next op that others can see."""
 
     def tick(self) -> tuple[int, ...]:
         self.clock[self.g] += 1
@@ -289,32 +310,41 @@ class Machine:
         self._async_id = 0
         self._async_seqs: dict[int, tuple[int, ...]] = {}
         """Access seqs of each bulk-group / wgmma-group operation, by operation id."""
-        self._handlers = {
-            MbarInit: self._mbar_init,
-            Arrive: self._arrive,
-            ExpectTx: self._expect_tx,
-            ArriveExpectTx: self._arrive_expect_tx,
-            Wait: self._wait,
-            TmaLoad: self._tma_load,
-            TmaStore: self._tma_store,
-            BulkCommit: self._bulk_commit,
-            BulkWait: self._bulk_wait,
-            ThreadCopy: self._thread_copy,
-            SmemStore: self._smem_store,
-            GlobalStore: self._global_store,
-            Mma: self._mma,
-            MmaCommit: self._mma_commit,
-            Wgmma: self._wgmma,
+        a = self.arch
+        # How each op kind runs, in three shapes (see _warp):
+        #   local:  thread-local work -- its cost joins the warp's debt, no event at all;
+        #   (pre, begin, finish): pay ``pre`` cycles (plus debt), ``begin`` acts and returns
+        #   an event to wait for (or None), ``finish`` runs when that event fires.
+        # A ``pre`` of None means "act at the warp's real time": only the debt is paid.
+        self._local = {
+            Fence: lambda w, op: a.fence_cycles,
             WgmmaCommit: self._wgmma_commit,
-            WgmmaWait: self._wgmma_wait,
-            TmemLoad: self._tmem_load,
-            WaitLd: self._wait_ld,
-            TmemAlloc: self._tmem_alloc,
-            TmemDealloc: self._tmem_dealloc,
-            CtaSync: self._cta_sync,
-            NamedBarrierSync: self._named_sync,
-            Fence: self._fence,
-            Sleep: self._sleep,
+            BulkCommit: self._bulk_commit,
+            Sleep: lambda w, op: op.cycles if op.warp is None or op.warp == w.warp else 0.0,
+        }
+        issue = lambda w, op: a.op_issue_cycles  # noqa: E731
+        self._specs = {
+            MbarInit: (lambda w, op: a.mbar_init_cycles, self._mbar_init, None),
+            Arrive: (lambda w, op: a.arrive_cycles, self._arrive, None),
+            ExpectTx: (lambda w, op: a.arrive_cycles, self._expect_tx, None),
+            ArriveExpectTx: (lambda w, op: a.arrive_cycles, self._arrive_expect_tx, None),
+            Wait: (self._wait_skew, self._wait, self._wait_woken),
+            TmaLoad: (lambda w, op: a.tma_issue_cycles, self._tma_load, None),
+            TmaStore: (lambda w, op: a.tma_issue_cycles, self._tma_store, None),
+            BulkWait: (issue, self._bulk_wait, self._groups_woken),
+            ThreadCopy: (None, self._thread_copy, self._sync_done),
+            SmemStore: (None, self._smem_store, self._sync_done),
+            GlobalStore: (None, self._global_store, None),
+            Mma: (self._mma_issue_cost, self._mma, None),
+            MmaCommit: (issue, self._mma_commit, None),
+            Wgmma: (self._mma_issue_cost, self._wgmma, self._unblocked),
+            WgmmaWait: (issue, self._wgmma_wait, self._groups_woken),
+            TmemLoad: (issue, self._tmem_load, None),
+            WaitLd: (None, self._wait_ld, self._wait_ld_done),
+            TmemAlloc: (lambda w, op: a.tmem_alloc_cycles if a.has_tmem else 0.0, self._tmem_alloc, self._tmem_granted),
+            TmemDealloc: (issue, self._tmem_dealloc, None),
+            CtaSync: (None, self._cta_sync, self._bar_released),
+            NamedBarrierSync: (None, self._named_sync, self._bar_released),
         }
 
     # -- running ---------------------------------------------------------------
@@ -349,7 +379,7 @@ class Machine:
             self.env.process(self._cta(prog, self.sms[sm], slots))
 
     def _cta(self, prog: CtaProgram, sm: SmUnits, slots: simpy.Store) -> Iterator[simpy.Event]:
-        cta = _Cta(self.env, prog, sm, self.schedule)
+        cta = _Cta(prog, sm, self.schedule)
         self.ctas.append(cta)
         procs = []
         g = 0
@@ -367,30 +397,49 @@ class Machine:
         slots.put(sm.index)
 
     def _warp(self, w: _Warp, ops: tuple[Op, ...]) -> Iterator[simpy.Event]:
-        handlers = self._handlers
+        """Run one warp's program: the interpreter loop (kept flat: it is the hot path)."""
+        env, specs, local = self.env, self._specs, self._local
         timing = self.timing
+        stalls = timing.stalls
         first = w.warp == 0
         for i, op in enumerate(ops):
             if self.trap:
                 return
             issuer = op.issuer
-            if (issuer == "one" or issuer == "warp0") and not first:
+            if not first and (issuer == "one" or issuer == "warp0"):
                 continue
-            if timing.stalls:
-                stall = timing.stall()
-                if stall:
-                    yield self.env.timeout(stall)
-            yield from handlers[type(op)](w, i, op)
+            if stalls:
+                w.debt += timing.stall()
+            cls = type(op)
+            cost = local.get(cls)
+            if cost is not None:
+                w.debt += cost(w, op)
+                continue
+            pre, begin, finish = specs[cls]
+            c = pre(w, op) if pre is not None else 0.0
+            if c or w.debt:
+                d = c + w.debt
+                w.debt = 0.0
+                yield env.timeout(d)
+                if self.trap:
+                    return
+            ev = begin(w, i, op)
+            if ev is not None:
+                value = yield ev
+                if finish is not None:
+                    finish(w, i, op, value)
+        if w.debt:
+            yield env.timeout(w.debt)
+            w.debt = 0.0
         w.done = True
 
     # -- helpers ---------------------------------------------------------------
-    def _block(self, w: _Warp, i: int, op: Op, on: str, target: str, detail: str = "", **extra: Any) -> float:
-        w.blocked = Blocked(w.cta.index, w.who, i, op.kind, self.env.now, on, target, detail,
-                            tile=op.tile, k=op.k, **extra)
-        return self.env.now
+    def _block(self, w: _Warp, i: int, op: Op, on: str, target: str, detail: str = "",
+               use: int | None = None, parity: int | None = None) -> None:
+        w.blocked = (i, op, on, target, detail, self.env.now, use, parity)
 
-    def _unblock(self, w: _Warp, since: float) -> None:
-        on = w.blocked.on if w.blocked else "other"
+    def _unblocked(self, w: _Warp, i: int = -1, op: Op | None = None, value: Any = None) -> None:
+        _, _, on, _, _, since, _, _ = w.blocked
         w.blocked = None
         w.stall[on] = w.stall.get(on, 0.0) + (self.env.now - since)
 
@@ -399,30 +448,20 @@ class Machine:
         ev = self.env.timeout(max(0.0, t - self.env.now))
         ev.callbacks.append(lambda _ev: fn())
 
-    def _next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
     def _access(self, w: _Warp, i: int, acc: Access, mode: str, t0: float, t1: float, tile,
                 clock: tuple[int, ...]) -> int:
         """Log one buffer access; ``clock`` is the issuing warp's vector clock at issue."""
         part = w.warp if acc.part == WARP_PART else acc.part
-        seq = self._next_seq()
+        self._seq += 1
         self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
-                      mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=seq, clock=clock)
-        return seq
+                      mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock)
+        return self._seq
 
-    def _observe(self, w: _Warp, i: int, seqs, how: str) -> None:
+    def _observe(self, w: _Warp, i: int, seqs, how: str, t: float | None = None) -> None:
         """Warp ``w`` now knows that the accesses ``seqs`` have completed."""
         if seqs:
-            self.log.emit(self.env.now, "observe", w.cta.index, w.who, i, seqs=tuple(seqs), warp=w.g,
-                          at=w.clock[w.g], how=how)
-
-    def _learn_phase(self, w: _Warp, i: int, cell: _BarrierCell, clock, seqs) -> None:
-        """A wait on ``cell`` succeeded having observed a phase with this knowledge."""
-        join_into(w.clock, clock)
-        w.tick()
-        self._observe(w, i, seqs, f"wait {cell.name}")
+            self.log.emit(self.env.now if t is None else t, "observe", w.cta.index, w.who, i, seqs=tuple(seqs),
+                          warp=w.g, at=w.clock[w.g], how=how)
 
     def _raise_trap(self, cta: _Cta, who: str, i: int, target: str, what: str, kind: str, detail: str,
                     state: MBarrierState | None) -> None:
@@ -447,17 +486,17 @@ class Machine:
                 parity = state.parity
                 keep = []
                 news = (state.completed, cell.last_clock, cell.last_seqs)
+                wake = self.timing.scale(self.arch.wake_cycles)
                 for p, ev in cell.waiters:
                     if p != parity:
-                        ev.succeed(news)
+                        ev.fire_in(wake, news)
                     else:
                         keep.append((p, ev))
                 cell.waiters = keep
         return True
 
     # -- mbarrier ops -------------------------------------------------------------
-    def _mbar_init(self, w: _Warp, i: int, op: MbarInit):
-        yield self.env.timeout(self.arch.mbar_init_cycles)
+    def _mbar_init(self, w: _Warp, i: int, op: MbarInit) -> None:
         cell = w.cta.barriers[op.barrier]
         self._apply(w.cta, w.who, i, cell, mb.init(cell.state, cell.count), "init")
 
@@ -470,16 +509,14 @@ class Machine:
             if not self._apply(w.cta, w.who, i, cell, fn(cell.state), op.kind):
                 return
 
-    def _arrive(self, w: _Warp, i: int, op: Arrive):
-        yield self.env.timeout(self.arch.arrive_cycles)
+    def _arrive(self, w: _Warp, i: int, op: Arrive) -> None:
         cell = w.cta.barriers[op.barrier]
         threads = THREADS[op.issuer]
         self.log.emit(self.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
                       count=op.count * threads, completed=cell.state.completed)
         self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive(s, op.count))
 
-    def _expect_tx(self, w: _Warp, i: int, op: ExpectTx):
-        yield self.env.timeout(self.arch.arrive_cycles)
+    def _expect_tx(self, w: _Warp, i: int, op: ExpectTx) -> None:
         cell = w.cta.barriers[op.barrier]
         threads = THREADS[op.issuer]
         self.log.emit(self.env.now, "expect_tx", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
@@ -488,8 +525,7 @@ class Machine:
             if not self._apply(w.cta, w.who, i, cell, mb.expect_tx(cell.state, op.bytes), op.kind):
                 return
 
-    def _arrive_expect_tx(self, w: _Warp, i: int, op: ArriveExpectTx):
-        yield self.env.timeout(self.arch.arrive_cycles)
+    def _arrive_expect_tx(self, w: _Warp, i: int, op: ArriveExpectTx) -> None:
         cell = w.cta.barriers[op.barrier]
         threads = THREADS[op.issuer]
         now, c = self.env.now, cell.state.completed
@@ -498,40 +534,48 @@ class Machine:
         self.log.emit(now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use, count=threads, completed=c)
         self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive_expect_tx(s, op.bytes))
 
-    def _wait(self, w: _Warp, i: int, op: Wait):
-        env = self.env
+    def _wait_skew(self, w: _Warp, op: Wait) -> float:
         p = self.perturbation
-        if p.skew_cycles and w.warp == p.skew_warp:
-            yield env.timeout(p.skew_cycles)
+        return p.skew_cycles if p.skew_cycles and w.warp == p.skew_warp else 0.0
+
+    def _wait(self, w: _Warp, i: int, op: Wait) -> simpy.Event | None:
+        """Probe the barrier at the warp's real time; block unless the parity's phase is done."""
         cell = w.cta.barriers[op.barrier]
-        begin = env.now
         state = cell.state
         if not state.initialized:
             self._raise_trap(w.cta, w.who, i, op.barrier, "wait", "use_before_init",
                              "try_wait on an mbarrier that was never initialized", state)
-            return
-        c0 = state.completed
+            return None
         if mb.test_wait_parity(state, op.parity):
-            known = (cell.last_clock, cell.last_seqs)
-            yield env.timeout(self.timing.scale(self.arch.wait_ready_cycles))
-            c_ret, blocked = c0, False
-        else:
-            ev = env.event()
-            cell.waiters.append((op.parity, ev))
-            since = self._block(w, i, op, "mbarrier", op.barrier, use=op.use, parity=op.parity)
-            c_ret, *known = yield ev
-            self._unblock(w, since)
-            yield env.timeout(self.timing.scale(self.arch.wake_cycles))
-            blocked = True
-        self._learn_phase(w, i, cell, *known)
-        self.log.emit(env.now, "wait", w.cta.index, w.who, i, barrier=op.barrier, parity=op.parity, use=op.use,
+            w.debt += self.timing.scale(self.arch.wait_ready_cycles)
+            self._waited(w, i, op, cell, self.env.now, state.completed, state.completed, cell.last_clock,
+                         cell.last_seqs, False)
+            return None
+        ev = _Wakeup(self.env)
+        cell.waiters.append((op.parity, ev))
+        w.wait_c0 = state.completed
+        self._block(w, i, op, "mbarrier", op.barrier, use=op.use, parity=op.parity)
+        return ev
+
+    def _wait_woken(self, w: _Warp, i: int, op: Wait, news) -> None:
+        c_ret, clock, seqs = news
+        begin = w.blocked[5]
+        self._unblocked(w)
+        self._waited(w, i, op, w.cta.barriers[op.barrier], begin, w.wait_c0, c_ret, clock, seqs, True)
+
+    def _waited(self, w: _Warp, i: int, op: Wait, cell: _BarrierCell, begin: float, c0: int, c_ret: int,
+                clock, seqs, blocked: bool) -> None:
+        join_into(w.clock, clock)  # acquire: learn what the observed phase carried
+        w.tick()
+        t = self.env.now + w.debt
+        self._observe(w, i, seqs, f"wait {cell.name}", t)
+        self.log.emit(t, "wait", w.cta.index, w.who, i, barrier=op.barrier, parity=op.parity, use=op.use,
                       begin=begin, completed_begin=c0, completed_return=c_ret, blocked=blocked,
                       tile=op.tile, k=op.k)
 
     # -- TMA -------------------------------------------------------------------
-    def _tma_load(self, w: _Warp, i: int, op: TmaLoad):
-        env, arch, timing = self.env, self.arch, self.timing
-        yield env.timeout(arch.tma_issue_cycles)
+    def _tma_load(self, w: _Warp, i: int, op: TmaLoad) -> None:
+        env, timing = self.env, self.timing
         now = env.now
         hit, chip_done = self.memory.read(now, op.src or op.dst.content, op.bytes)
         sm_done = w.cta.sm.tma.serve(now, op.bytes)
@@ -541,7 +585,10 @@ class Machine:
         self.log.emit(now, "issue", cta.index, w.who, i, what="tma_load", threads=1, tile=op.tile, k=op.k,
                       barrier=op.barrier, use=op.use, bytes=op.bytes, lands=land)
         clock = w.tick()
-        seq = self._access(w, i, op.dst, "w", now, land, op.tile, clock)
+        # Shared memory changes only while the bytes stream in at the end of the
+        # transfer, not during the latency before the first byte.
+        fill = max(now, land - op.bytes / self.arch.tma_sm_bytes_per_clk)
+        seq = self._access(w, i, op.dst, "w", fill, land, op.tile, clock)
 
         def landed() -> None:
             if self.trap:
@@ -560,10 +607,9 @@ class Machine:
             g = table[key] = _Groups()
         return g
 
-    def _tma_store(self, w: _Warp, i: int, op: TmaStore):
-        env, arch, timing = self.env, self.arch, self.timing
-        yield env.timeout(arch.tma_issue_cycles)
-        now = env.now
+    def _tma_store(self, w: _Warp, i: int, op: TmaStore) -> None:
+        arch, timing = self.arch, self.timing
+        now = self.env.now
         # The engine reads the tile out of shared memory as it streams it to L2, so the
         # read ends when the last byte clears the slower of the two pipes.
         sm_done = w.cta.sm.tma.serve(now, op.bytes)
@@ -585,63 +631,78 @@ class Machine:
         self._at(read_done, lambda: finish("read"))
         self._at(done, lambda: finish("done"))
 
-    def _bulk_commit(self, w: _Warp, i: int, op: BulkCommit):
-        yield self.env.timeout(self.arch.op_issue_cycles)
+    def _bulk_commit(self, w: _Warp, op: BulkCommit) -> float:
         self._thread_groups(w.cta.bulk, w.who).commit()
+        return self.arch.op_issue_cycles
 
-    def _wait_groups(self, w: _Warp, i: int, op: Op, g: _Groups, n: int, read: bool, on: str):
-        env = self.env
-        yield env.timeout(self.arch.op_issue_cycles)
-        if not g.groups.wait_satisfied(n, read):
-            ev = env.event()
-            g.waiters.append((n, read, ev))
-            since = self._block(w, i, op, on, w.who,
-                                f"{g.groups.pending_groups(read)} group(s) pending, waiting for <= {n}")
-            yield ev
-            self._unblock(w, since)
+    def _wait_groups(self, w: _Warp, i: int, op: Op, g: _Groups, n: int, read: bool, on: str) -> simpy.Event | None:
+        if g.groups.wait_satisfied(n, read):
+            self._groups_known(w, i, op)
+            return None
+        ev = self.env.event()
+        g.waiters.append((n, read, ev))
+        self._block(w, i, op, on, w.who, f"{g.groups.pending_groups(read)} group(s) pending, waiting for <= {n}")
+        return ev
+
+    def _groups_woken(self, w: _Warp, i: int, op: Op, value: Any) -> None:
+        self._unblocked(w)
+        self._groups_known(w, i, op)
+
+    def _groups_known(self, w: _Warp, i: int, op: Op) -> None:
+        """A wait_group returned: the warp now knows the guaranteed operations completed."""
         w.tick()
-        seqs = [s for op_id in g.newly_guaranteed(n) for s in self._async_seqs.pop(op_id, ())]
-        self._observe(w, i, seqs, on)
+        table = self._async_seqs
+        if isinstance(op, BulkWait):
+            ids = self._thread_groups(w.cta.bulk, w.who).newly_guaranteed(op.n)
+            seqs = [s for op_id in ids for s in table.pop(op_id, ())]
+            self._observe(w, i, seqs, "bulk_wait")
+        else:  # a wgmma's seqs are shared by the warps of its group: get, not pop
+            ids = self._thread_groups(w.cta.wgmma, w.who).newly_guaranteed(op.n)
+            seqs = [s for op_id in ids for s in table.get(op_id, ())]
+            self._observe(w, i, seqs, "wgmma_wait")
 
-    def _bulk_wait(self, w: _Warp, i: int, op: BulkWait):
-        yield from self._wait_groups(w, i, op, self._thread_groups(w.cta.bulk, w.who), op.n, op.read, "bulk_wait")
+    def _bulk_wait(self, w: _Warp, i: int, op: BulkWait) -> simpy.Event | None:
+        return self._wait_groups(w, i, op, self._thread_groups(w.cta.bulk, w.who), op.n, op.read, "bulk_wait")
 
     # -- thread-driven data movement ------------------------------------------
-    def _thread_copy(self, w: _Warp, i: int, op: ThreadCopy):
-        env, arch = self.env, self.arch
-        now = env.now
+    def _thread_copy(self, w: _Warp, i: int, op: ThreadCopy) -> simpy.Event:
+        arch = self.arch
+        now = self.env.now
         part = w.warp if op.dst.part == WARP_PART else op.dst.part
         hit, chip_done = self.memory.read(now, f"{op.src or op.dst.content}#{part}", op.bytes)
         lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
-        lat = arch.global_load_l2_cycles if hit else arch.global_load_dram_cycles
-        done = max(lsu_done, chip_done) + self.timing.scale(lat) + arch.smem_latency
-        seq = self._access(w, i, op.dst, "w", now, done, op.tile, w.tick())
-        yield env.timeout(done - now)
-        w.tick()
-        self._observe(w, i, (seq,), "synchronous")
+        lat = self.timing.scale(arch.global_load_l2_cycles if hit else arch.global_load_dram_cycles)
+        done = max(lsu_done, chip_done) + lat + arch.smem_latency
+        # ld.global then st.shared: shared memory is written once the first loads return.
+        seq = self._access(w, i, op.dst, "w", min(now + lat, done), done, op.tile, w.tick())
+        return self.env.timeout(done - now, seq)
 
-    def _smem_store(self, w: _Warp, i: int, op: SmemStore):
-        env = self.env
-        now = env.now
+    def _smem_store(self, w: _Warp, i: int, op: SmemStore) -> simpy.Event:
+        now = self.env.now
         done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
         seq = self._access(w, i, op.dst, "w", now, done, op.tile, w.tick())
-        yield env.timeout(done - now)
+        return self.env.timeout(done - now, seq)
+
+    def _sync_done(self, w: _Warp, i: int, op: Op, seq: int) -> None:
+        """A synchronous copy finished: its own warp knows."""
         w.tick()
         self._observe(w, i, (seq,), "synchronous")
 
-    def _global_store(self, w: _Warp, i: int, op: GlobalStore):
+    def _global_store(self, w: _Warp, i: int, op: GlobalStore) -> simpy.Event:
         # Stores retire asynchronously; the warp pays only for pushing bytes into the LSU.
         now = self.env.now
         self.memory.write(now, op.bytes)
-        yield self.env.timeout(w.cta.sm.lsu.serve(now, op.bytes) - now)
+        return self.env.timeout(w.cta.sm.lsu.serve(now, op.bytes) - now)
 
     # -- MMA -------------------------------------------------------------------
-    def _mma(self, w: _Warp, i: int, op: Mma):
-        env, arch = self.env, self.arch
-        occupancy, insts = arch.mma_cycles(op.m, op.n, op.k_elems)
-        yield env.timeout(arch.mma_thread_issue_cycles * insts)
-        now = env.now
-        start, free, done = w.cta.sm.mma.submit(now, occupancy, self.timing.scale(arch.mma_tail_cycles) + self.timing.unit_stall())
+    def _mma_issue_cost(self, w: _Warp, op: Mma | Wgmma) -> float:
+        return self.arch.mma_thread_issue_cycles * self.arch.mma_cycles(op.m, op.n, op.k_elems)[1]
+
+    def _mma(self, w: _Warp, i: int, op: Mma) -> None:
+        arch, timing = self.arch, self.timing
+        occupancy, _ = arch.mma_cycles(op.m, op.n, op.k_elems)
+        now = self.env.now
+        start, free, done = w.cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
         key = w.who
         if done > w.cta.mma_last_done.get(key, 0.0):
             w.cta.mma_last_done[key] = done
@@ -651,9 +712,8 @@ class Machine:
         seqs += [self._access(w, i, acc, "w", start, done, op.tile, clock) for acc in op.writes]
         w.cta.mma_uncommitted.setdefault(key, []).extend(seqs)
 
-    def _mma_commit(self, w: _Warp, i: int, op: MmaCommit):
+    def _mma_commit(self, w: _Warp, i: int, op: MmaCommit) -> None:
         env = self.env
-        yield env.timeout(self.arch.op_issue_cycles)
         cta = w.cta
         when = max(env.now, cta.mma_last_done.get(w.who, 0.0))
         self.log.emit(env.now, "issue", cta.index, w.who, i, what="mma_commit", threads=THREADS[op.issuer],
@@ -672,103 +732,93 @@ class Machine:
 
         self._at(when, arrive)
 
-    def _wgmma(self, w: _Warp, i: int, op: Wgmma):
+    def _wgmma(self, w: _Warp, i: int, op: Wgmma) -> simpy.Event | None:
         """``.sync.aligned``: the MMA starts once every warp of the role has issued it."""
-        env, arch = self.env, self.arch
-        occupancy, insts = arch.mma_cycles(op.m, op.n, op.k_elems)
-        yield env.timeout(arch.mma_thread_issue_cycles * insts)
+        env, arch, timing = self.env, self.arch, self.timing
         cta = w.cta
         key = (w.role, i)
         rv = cta.rendezvous.get(key)
         if rv is None:
-            rv = cta.rendezvous[key] = [0, env.event(), None]
+            rv = cta.rendezvous[key] = [0, env.event()]
         rv[0] += 1
         if rv[0] < w.warps:
-            since = self._block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
-            yield rv[1]
-            self._unblock(w, since)
-        else:
-            del cta.rendezvous[key]
-            now = env.now
-            start, free, done = cta.sm.mma.submit(now, occupancy, self.timing.scale(arch.mma_tail_cycles) + self.timing.unit_stall())
-            self._async_id += 1
-            op_id = self._async_id
-            self.log.emit(now, "issue", cta.index, w.who, i, what="wgmma", threads=32 * w.warps, tile=op.tile, k=op.k)
-            clock = w.tick()
-            seqs = [self._access(w, i, acc, "r", start, free, op.tile, clock) for acc in op.reads]
-            seqs += [self._access(w, i, acc, "w", start, done, op.tile, clock) for acc in op.writes]
-            members = [f"{w.role_name}.w{j}" for j in range(w.warps)]
-            self._async_seqs[op_id] = tuple(seqs)
+            self._block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
+            return rv[1]
+        del cta.rendezvous[key]
+        occupancy, _ = arch.mma_cycles(op.m, op.n, op.k_elems)
+        now = env.now
+        start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
+        self._async_id += 1
+        op_id = self._async_id
+        self.log.emit(now, "issue", cta.index, w.who, i, what="wgmma", threads=32 * w.warps, tile=op.tile, k=op.k)
+        clock = w.tick()
+        seqs = [self._access(w, i, acc, "r", start, free, op.tile, clock) for acc in op.reads]
+        seqs += [self._access(w, i, acc, "w", start, done, op.tile, clock) for acc in op.writes]
+        members = [self._thread_groups(cta.wgmma, f"{w.role_name}.w{j}") for j in range(w.warps)]
+        self._async_seqs[op_id] = tuple(seqs)
+        for g in members:  # every warp of the group now tracks it
+            g.issue(op_id)
 
-            def finish() -> None:
-                for who in members:
-                    g = self._thread_groups(cta.wgmma, who)
-                    g.groups = g.groups.complete(op_id, "done")
-                    g.notify()
+        def finish() -> None:
+            for g in members:
+                g.groups = g.groups.complete(op_id, "done")
+                g.notify()
 
-            self._at(done, finish)
-            for who in members:  # every warp of the group now tracks it
-                self._thread_groups(cta.wgmma, who).issue(op_id)
-            rv[1].succeed(op_id)
+        self._at(done, finish)
+        rv[1].succeed(op_id)
+        return None
 
-    def _wgmma_commit(self, w: _Warp, i: int, op: WgmmaCommit):
-        yield self.env.timeout(self.arch.op_issue_cycles)
+    def _wgmma_commit(self, w: _Warp, op: WgmmaCommit) -> float:
         self._thread_groups(w.cta.wgmma, w.who).commit()
+        return self.arch.op_issue_cycles
 
-    def _wgmma_wait(self, w: _Warp, i: int, op: WgmmaWait):
-        # The seqs of a wgmma are shared by the warps of its group: each warp's wait
-        # observes them, so they stay in the table (get, not pop).
-        g = self._thread_groups(w.cta.wgmma, w.who)
-        env = self.env
-        yield env.timeout(self.arch.op_issue_cycles)
-        if not g.groups.wait_satisfied(op.n, False):
-            ev = env.event()
-            g.waiters.append((op.n, False, ev))
-            since = self._block(w, i, op, "wgmma_wait", w.who,
-                                f"{g.groups.pending_groups(False)} group(s) pending, waiting for <= {op.n}")
-            yield ev
-            self._unblock(w, since)
-        w.tick()
-        seqs = [s for op_id in g.newly_guaranteed(op.n) for s in self._async_seqs.get(op_id, ())]
-        self._observe(w, i, seqs, "wgmma_wait")
+    def _wgmma_wait(self, w: _Warp, i: int, op: WgmmaWait) -> simpy.Event | None:
+        return self._wait_groups(w, i, op, self._thread_groups(w.cta.wgmma, w.who), op.n, False, "wgmma_wait")
 
     # -- TMEM ------------------------------------------------------------------
-    def _tmem_load(self, w: _Warp, i: int, op: TmemLoad):
-        env, arch = self.env, self.arch
-        yield env.timeout(arch.op_issue_cycles)
-        now = env.now
+    def _tmem_load(self, w: _Warp, i: int, op: TmemLoad) -> None:
+        arch = self.arch
+        now = self.env.now
         done = now + self.timing.scale(arch.tmem_load_latency) + op.bytes / arch.tmem_bytes_per_clk
         w.tmem_done = max(w.tmem_done, done)
         w.tmem_seqs.append(self._access(w, i, op.src, "r", now, done, op.tile, w.tick()))
 
-    def _wait_ld(self, w: _Warp, i: int, op: WaitLd):
-        env = self.env
-        if w.tmem_done > env.now:
-            since = self._block(w, i, op, "wait_ld", w.who)
-            yield env.timeout(w.tmem_done - env.now)
-            self._unblock(w, since)
-        else:
-            yield env.timeout(self.arch.op_issue_cycles)
+    def _wait_ld(self, w: _Warp, i: int, op: WaitLd) -> simpy.Event | None:
+        now = self.env.now
+        if w.tmem_done > now:
+            self._block(w, i, op, "wait_ld", w.who)
+            return self.env.timeout(w.tmem_done - now)
+        w.debt += self.arch.op_issue_cycles
+        self._wait_ld_known(w, i)
+        return None
+
+    def _wait_ld_done(self, w: _Warp, i: int, op: WaitLd, value: Any) -> None:
+        self._unblocked(w)
+        self._wait_ld_known(w, i)
+
+    def _wait_ld_known(self, w: _Warp, i: int) -> None:
         w.tick()
         self._observe(w, i, w.tmem_seqs, "wait_ld")
         w.tmem_seqs = []
 
-    def _tmem_alloc(self, w: _Warp, i: int, op: TmemAlloc):
-        env, arch = self.env, self.arch
+    def _tmem_alloc(self, w: _Warp, i: int, op: TmemAlloc) -> simpy.Event | None:
+        arch = self.arch
         if not arch.has_tmem:
             self._raise_trap(w.cta, w.who, i, "tmem", "tcgen05.alloc", "unsupported",
                              f"tcgen05.alloc on {arch.name} ({arch.target}), which has no Tensor Memory", None)
-            return
-        yield env.timeout(arch.tmem_alloc_cycles)
+            return None
         sm = w.cta.sm
         if sm.tmem_free < op.columns:
-            ev = env.event()
+            ev = self.env.event()
             sm.tmem_waiters.append((op.columns, ev))
-            since = self._block(w, i, op, "tmem_alloc", f"tmem@sm{sm.index}", f"{sm.tmem_free} columns free")
-            yield ev
-            self._unblock(w, since)
-        else:
-            sm.tmem_free -= op.columns
+            self._block(w, i, op, "tmem_alloc", f"tmem@sm{sm.index}", f"{sm.tmem_free} columns free")
+            return ev
+        sm.tmem_free -= op.columns
+        w.cta.tmem_held += op.columns
+        return None
+
+    def _tmem_granted(self, w: _Warp, i: int, op: TmemAlloc, value: Any) -> None:
+        self._unblocked(w)
         w.cta.tmem_held += op.columns
 
     def _tmem_return(self, sm: SmUnits, columns: int) -> None:
@@ -778,46 +828,39 @@ class Machine:
             sm.tmem_free -= cols
             ev.succeed()
 
-    def _tmem_dealloc(self, w: _Warp, i: int, op: TmemDealloc):
-        yield self.env.timeout(self.arch.op_issue_cycles)
+    def _tmem_dealloc(self, w: _Warp, i: int, op: TmemDealloc) -> None:
         cols = min(op.columns, w.cta.tmem_held)
         w.cta.tmem_held -= cols
         self._tmem_return(w.cta.sm, cols)
 
-    # -- bar.sync, fences, sleeps --------------------------------------------------
-    def _bar_sync(self, w: _Warp, i: int, op: Op, barrier_id: int, threads: int):
-        env = self.env
+    # -- bar.sync --------------------------------------------------------------------
+    def _bar_sync(self, w: _Warp, i: int, op: Op, barrier_id: int, threads: int) -> simpy.Event | None:
         cta = w.cta
         sp = cta.syncs.get(barrier_id)
         if sp is None:
-            sp = cta.syncs[barrier_id] = _SyncPoint(env, threads, cta.width)
+            sp = cta.syncs[barrier_id] = _SyncPoint(self.env, threads, cta.width)
         sp.arrived += 32
         join_into(sp.clock, w.tick())
-        if sp.arrived >= sp.target:
-            ev = sp.event
-            cta.syncs[barrier_id] = _SyncPoint(env, threads, cta.width)
-            ev.succeed()
-        else:
-            since = self._block(w, i, op, "bar.sync", f"bar {barrier_id}",
-                                f"{sp.arrived} of {sp.target} threads arrived")
-            yield sp.event
-            self._unblock(w, since)
+        if sp.arrived >= sp.target:  # last arrival: release everyone after the barrier latency
+            cta.syncs[barrier_id] = _SyncPoint(self.env, threads, cta.width)
+            sp.event.fire_in(self.arch.cta_sync_cycles, sp)
+            w.debt += self.arch.cta_sync_cycles
+            join_into(w.clock, sp.clock)
+            w.tick()
+            return None
+        self._block(w, i, op, "bar.sync", f"bar {barrier_id}", f"{sp.arrived} of {sp.target} threads arrived")
+        return sp.event
+
+    def _bar_released(self, w: _Warp, i: int, op: Op, sp: _SyncPoint) -> None:
+        self._unblocked(w)
         join_into(w.clock, sp.clock)
         w.tick()
-        yield env.timeout(self.arch.cta_sync_cycles)
 
-    def _cta_sync(self, w: _Warp, i: int, op: CtaSync):
-        yield from self._bar_sync(w, i, op, CTA_SYNC_ID, self.schedule.threads_per_cta)
+    def _cta_sync(self, w: _Warp, i: int, op: CtaSync) -> simpy.Event | None:
+        return self._bar_sync(w, i, op, CTA_SYNC_ID, self.schedule.threads_per_cta)
 
-    def _named_sync(self, w: _Warp, i: int, op: NamedBarrierSync):
-        yield from self._bar_sync(w, i, op, op.barrier_id, op.threads)
-
-    def _fence(self, w: _Warp, i: int, op: Fence):
-        yield self.env.timeout(self.arch.fence_cycles)
-
-    def _sleep(self, w: _Warp, i: int, op: Sleep):
-        if op.warp is None or op.warp == w.warp:
-            yield self.env.timeout(op.cycles)
+    def _named_sync(self, w: _Warp, i: int, op: NamedBarrierSync) -> simpy.Event | None:
+        return self._bar_sync(w, i, op, op.barrier_id, op.threads)
 
     # -- result ----------------------------------------------------------------
     def _result(self) -> RunResult:
@@ -832,30 +875,29 @@ class Machine:
         stats.hbm_busy = self.memory.hbm_pipe.busy
         stats.l2_hits, stats.l2_misses = self.memory.hits, self.memory.misses
         blocked = []
+        end = self.env.now
         for w in self.warps:
             stats.warps[w.role_name] = stats.warps.get(w.role_name, 0) + 1
             per = stats.stall.setdefault(w.role_name, {})
             for on, cycles in w.stall.items():
                 per[on] = per.get(on, 0.0) + cycles
             if w.blocked is not None and not w.done:
-                b = w.blocked
-                detail = b.detail
-                if b.on == "mbarrier":
-                    st = w.cta.barriers[b.target].state
+                i, op, on, target, detail, since, use, parity = w.blocked
+                if on == "mbarrier":
+                    cell = w.cta.barriers[target]
+                    st = cell.state
                     detail = (f"phase {st.completed} (parity {st.parity}) in flight: pending {st.pending}/"
-                              f"{w.cta.barriers[b.target].count}, tx {st.tx}")
-                blocked.append(Blocked(b.cta, b.who, b.op, b.op_kind, b.since, b.on, b.target, detail,
-                                       b.tile, b.k, b.use, b.parity))
-                per = stats.stall[w.role_name]
-                per[b.on] = per.get(b.on, 0.0) + (self.env.now - b.since)
+                              f"{cell.count}, tx {st.tx}")
+                blocked.append(Blocked(w.cta.index, w.who, i, op.kind, since, on, target, detail,
+                                       op.tile, op.k, use, parity))
+                per[on] = per.get(on, 0.0) + (end - since)
         barriers = {(c.index, name): cell.state for c in self.ctas for name, cell in c.barriers.items()}
-        end = self.trap.t if self.trap else self.env.now
         return RunResult(
             schedule=self.schedule,
             arch=self.arch,
             perturbation=self.perturbation,
             log=self.log,
-            end_cycle=end,
+            end_cycle=self.trap.t if self.trap else end,
             trap=self.trap,
             blocked=blocked,
             barriers=barriers,

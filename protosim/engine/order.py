@@ -33,17 +33,14 @@ def fresh(width: int) -> Clock:
 
 def join_into(dst: Clock, src: Clock | tuple[int, ...] | None) -> None:
     """``dst := max(dst, src)`` component-wise, in place."""
-    if src is None:
-        return
-    for i, v in enumerate(src):
-        if v > dst[i]:
-            dst[i] = v
+    if src is not None:
+        dst[:] = map(max, dst, src)
 
 
 def joined(a: Clock | tuple[int, ...] | None, b: Clock | tuple[int, ...]) -> list[int]:
     if a is None:
         return list(b)
-    return [x if x > y else y for x, y in zip(a, b)]
+    return list(map(max, a, b))
 
 
 def ordered_after(observations: list[tuple[int, int]] | None, clock: tuple[int, ...]) -> bool:

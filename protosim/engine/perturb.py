@@ -6,11 +6,11 @@ timing of one replay, reproducibly from its seed:
 
 * *jitter*: every hardware latency (TMA, MMA, wake-up, memory) is scaled by a
   factor drawn uniformly from [1 - jitter, 1 + jitter];
-* *stalls*: before each op, a warp stalls with probability ``stall_prob`` for a
-  uniform 0..``stall_max`` cycles (a scheduler hiccup, a slow neighbour); and
-  with the same probability an asynchronous unit's completion (a TMA landing,
-  a TMA store's read of shared memory, an MMA) is late by as much (a congested
-  memory system).
+* *warp stalls*: before each op, a warp stalls with probability ``stall_prob``
+  for a uniform 0..``stall_max`` cycles (a scheduler hiccup, a slow neighbour);
+* *unit stalls*: with the same probability an asynchronous unit's completion (a
+  TMA landing, a TMA store's read of shared memory, an MMA) is late by as much
+  (a congested memory system).
 
 * *skew*: warp ``skew_warp`` of every role sleeps ``skew_cycles`` before each of
   its mbarrier waits -- a deterministic lag, used to measure a schedule's slack.
@@ -31,6 +31,8 @@ class Perturbation:
     jitter: float = 0.0
     stall_prob: float = 0.0
     stall_max: int = 0
+    warp_stalls: bool = True
+    unit_stalls: bool = True
     skew_warp: int = 1
     skew_cycles: int = 0
 
@@ -57,7 +59,8 @@ class Perturbation:
         if self.jitter:
             parts.append(f"jitter ±{self.jitter:.0%}")
         if self.stall_prob and self.stall_max:
-            parts.append(f"stalls p={self.stall_prob:g} ≤{self.stall_max} cyc")
+            where = "warps+units" if self.warp_stalls and self.unit_stalls else "warps" if self.warp_stalls else "units"
+            parts.append(f"{where} stall p={self.stall_prob:g} ≤{self.stall_max} cyc")
         if self.skew_cycles:
             parts.append(f"warp {self.skew_warp} lags {self.skew_cycles} cyc before each wait")
         return f"seed {self.seed}: " + ", ".join(parts)
@@ -70,7 +73,10 @@ class Timing:
         self.p = p
         self._rng = random.Random(p.seed)
         self.jitter = p.jitter
-        self.stalls = p.stall_prob > 0 and p.stall_max > 0
+        on = p.stall_prob > 0 and p.stall_max > 0
+        self.stalls = on and p.warp_stalls
+        """Do warps stall before ops?"""
+        self._unit_stalls = on and p.unit_stalls
 
     def scale(self, cycles: float) -> float:
         if not self.jitter:
@@ -83,18 +89,24 @@ class Timing:
         return 0.0
 
     def unit_stall(self) -> float:
-        return self.stall() if self.stalls else 0.0
+        return self.stall() if self._unit_stalls else 0.0
+
+
+STYLES = ("jitter", "warps", "units", "warps+units")
 
 
 def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000) -> list[Perturbation]:
-    """``runs`` perturbations: the nominal replay first, then a seeded mix of jitter
-    only, stalls only and both, with stall sizes spread up to ``max_stall`` cycles."""
+    """``runs`` perturbations: the nominal replay first, then a seeded rotation of
+    jitter only, warp stalls, unit stalls and both (each with some jitter), stall
+    sizes spread up to ``max_stall`` cycles.  Warps and units are stalled apart as
+    well as together because some hazards need one side slow and the other not."""
     rng = random.Random(seed)
     plan = [Perturbation.none()]
     for i in range(1, runs):
-        style = i % 3
-        jitter = rng.choice((0.1, 0.25, 0.5)) if style != 1 else 0.0
-        stall_max = int(max_stall * rng.choice((0.05, 0.25, 0.5, 1.0))) if style != 0 else 0
+        style = STYLES[(i - 1) % len(STYLES)]
+        jitter = rng.choice((0.1, 0.25, 0.5)) if style == "jitter" else rng.choice((0.0, 0.1))
+        stall_max = int(max_stall * rng.choice((0.25, 0.5, 1.0))) if style != "jitter" else 0
         stall_prob = rng.choice((0.01, 0.05, 0.2)) if stall_max else 0.0
-        plan.append(Perturbation(seed=seed * 100003 + i, jitter=jitter, stall_prob=stall_prob, stall_max=stall_max))
+        plan.append(Perturbation(seed=seed * 100003 + i, jitter=jitter, stall_prob=stall_prob, stall_max=stall_max,
+                                 warp_stalls="warps" in style, unit_stalls="units" in style))
     return plan[:runs]

@@ -47,8 +47,10 @@ class AsyncGroups:
     undone: frozenset[int] = frozenset()
 
     def issue(self, op: int) -> AsyncGroups:
-        if op in self.undone or op in self.uncommitted:
-            raise ValueError(f"operation id {op} issued twice")
+        # An id may be reused only once no group still lists it (else a finished
+        # group would look pending again).
+        if op in self.undone or op in self.uncommitted or any(op in g for g in self.groups):
+            raise ValueError(f"operation id {op} is still tracked; ids must be unique while their group is")
         return AsyncGroups(self.uncommitted + (op,), self.groups, self.unread | {op}, self.undone | {op})
 
     def commit(self) -> AsyncGroups:

@@ -33,7 +33,7 @@ The rule "when does a phase complete" lives in exactly one place:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 MAX_COUNT = (1 << 20) - 1
@@ -108,7 +108,7 @@ class Step:
 def _settle(s: MBarrierState) -> Step:
     """Phase completion (PTX 9.7.13.15.6): the only place a phase completes."""
     if s.pending == 0 and s.tx == 0:
-        return Step(replace(s, pending=s.expected, completed=s.completed + 1), True)
+        return Step(MBarrierState(s.expected, s.expected, 0, s.completed + 1), True)
     return Step(s)
 
 
@@ -148,7 +148,7 @@ def arrive(s: MBarrierState, count: int = 1) -> Step:
             "arrival_underflow",
             f"arrive({count}) with only {s.pending} arrival(s) pending in phase {s.completed}",
         )
-    return _settle(replace(s, pending=s.pending - count))
+    return _settle(MBarrierState(s.expected, s.pending - count, s.tx, s.completed))
 
 
 def expect_tx(s: MBarrierState, nbytes: int) -> Step:
@@ -161,23 +161,25 @@ def expect_tx(s: MBarrierState, nbytes: int) -> Step:
     """
     if bad := _need_init(s, "expect_tx"):
         return bad
-    return _change_tx(s, +nbytes, "expect_tx", may_complete=False)
+    return _change_tx(s, nbytes, +1, "expect_tx", may_complete=False)
 
 
 def complete_tx(s: MBarrierState, nbytes: int) -> Step:
     """Complete-tx (PTX 9.7.13.15.5.2): tx-count -= nbytes, then maybe complete."""
     if bad := _need_init(s, "complete_tx"):
         return bad
-    return _change_tx(s, -nbytes, "complete_tx", may_complete=True)
+    return _change_tx(s, nbytes, -1, "complete_tx", may_complete=True)
 
 
-def _change_tx(s: MBarrierState, delta: int, op: str, may_complete: bool) -> Step:
-    if not 0 <= abs(delta) <= TX_LIMIT:
-        return _ub(s, "count_out_of_range", f"{op} byte count {abs(delta)} outside [0, {TX_LIMIT}]")
-    tx = s.tx + delta
+def _change_tx(s: MBarrierState, nbytes: int, sign: int, op: str, may_complete: bool) -> Step:
+    # txCount is a 32-bit unsigned operand (PTX 9.7.13.15.11-12): a negative count cannot
+    # be expressed, and one above the tx-count range can never be valid.
+    if not 0 <= nbytes <= TX_LIMIT:
+        return _ub(s, "count_out_of_range", f"{op} byte count {nbytes} outside [0, {TX_LIMIT}]")
+    tx = s.tx + sign * nbytes
     if not -TX_LIMIT <= tx <= TX_LIMIT:
-        return _ub(s, "tx_out_of_range", f"{op}({abs(delta)}) would take tx-count from {s.tx} to {tx}")
-    moved = replace(s, tx=tx)
+        return _ub(s, "tx_out_of_range", f"{op}({nbytes}) would take tx-count from {s.tx} to {tx}")
+    moved = MBarrierState(s.expected, s.pending, tx, s.completed)
     return _settle(moved) if may_complete else Step(moved)
 
 
@@ -201,6 +203,8 @@ def test_wait_parity(s: MBarrierState, parity: int) -> bool:
     True iff the current phase has the other parity, i.e. the most recently
     completed phase had parity *parity*.  Right after init that is parity 1
     (a "phase -1" counts as complete), which is why producers start at 1.
+    A wait on an object that is not a valid mbarrier is undefined: callers check
+    ``state.initialized`` first (the engine traps ``use_before_init``).
     """
     if parity not in (0, 1):
         raise ValueError(f"parity must be 0 or 1, got {parity}")

@@ -1,0 +1,50 @@
+"""Shared fixtures: small schedules built by the seed builders and by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from protosim.builders import BUILDERS
+from protosim.config import GemmConfig
+from protosim.ir import (
+    Access,
+    Arrive,
+    BarrierDecl,
+    BufferDecl,
+    CtaProgram,
+    RoleDecl,
+    Schedule,
+)
+
+
+def build(builder: str, **config) -> Schedule:
+    return BUILDERS[builder](GemmConfig.from_dict(config))
+
+
+def hand_schedule(*roles: tuple[str, int, list], barriers=(("bar", 1),), buffers=(), arch="h200", ctas=1) -> Schedule:
+    """A schedule from (role name, warps, ops) triples, the same program in every CTA."""
+    return Schedule(
+        name="hand",
+        arch=arch,
+        barriers=tuple(BarrierDecl(n, c) for n, c in barriers),
+        buffers=tuple(buffers),
+        roles=tuple(RoleDecl(n, w) for n, w, _ in roles),
+        ctas=tuple(CtaProgram(i, tuple(tuple(ops) for _, _, ops in roles)) for i in range(ctas)),
+    )
+
+
+@pytest.fixture
+def small_seed_configs():
+    """One correct configuration per seed step, on both archs."""
+    cases = [
+        ("hgemm_v1", {}),
+        ("hgemm_v2", {"K": 256}),
+        ("hgemm_v3", {"M": 256, "N": 256, "K": 256}),
+        ("hgemm_v4", {"M": 256, "N": 128, "K": 256}),
+        ("hgemm_v5", {"M": 256, "N": 128, "K": 512, "PIPE_DEPTH": 3}),
+        ("hgemm_v6", {"M": 512, "N": 256, "K": 256, "sm_count": 3}),
+    ]
+    return [(b, dict(cfg, arch=arch)) for b, cfg in cases for arch in ("b200", "h200")]
+
+
+__all__ = ["build", "hand_schedule", "Access", "Arrive", "BufferDecl"]

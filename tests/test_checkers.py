@@ -1,0 +1,142 @@
+"""Checkers on hand-written and seed schedules: each bug class found, no false alarms."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import build, hand_schedule
+from protosim import checkers
+from protosim.arch import interpolate, load_profile
+from protosim.ir import (
+    Access,
+    ArriveExpectTx,
+    BufferDecl,
+    CtaSync,
+    MbarInit,
+    Mma,
+    MmaCommit,
+    TmaLoad,
+    TmemAlloc,
+    Wait,
+)
+from protosim.verdict import judge
+
+INIT = [MbarInit(barrier="bar", issuer="one"), CtaSync()]
+BUFS = [BufferDecl("A", "smem", 1, 16384), BufferDecl("acc", "tmem", 1, columns=128)]
+
+
+def mma(content="A0", tile=(0, 0)):
+    return Mma(m=128, n=128, k_elems=64, reads=(Access("A", 0, content),), writes=(Access("acc", 0, "c"),),
+               issuer="one", tile=tile)
+
+
+def test_correct_seed_configs_have_no_findings(small_seed_configs):
+    for builder, config in small_seed_configs:
+        verdict, _ = judge(build(builder, **config))
+        assert verdict.ok, (builder, config, verdict.kinds())
+
+
+def test_read_before_the_load_lands_is_a_raw_hazard_and_race():
+    s = hand_schedule(("t", 1, INIT + [
+        TmemAlloc(columns=512, issuer="warp0"),
+        ArriveExpectTx(barrier="bar", use=0, bytes=16384, issuer="one"),
+        TmaLoad(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), issuer="one"),
+        mma(),  # no wait on bar before reading A
+        Wait(barrier="bar", parity=0, use=0),
+    ]), buffers=BUFS, arch="b200")
+    v, _ = judge(s)
+    assert {"raw_hazard", "raw_race"} <= set(v.kinds())
+    assert v.outcome.kind == "wrong" and v.outcome.wrong_tiles == ((0, 0),)
+
+
+def test_waiting_first_makes_the_same_read_clean():
+    s = hand_schedule(("t", 1, INIT + [
+        TmemAlloc(columns=512, issuer="warp0"),
+        ArriveExpectTx(barrier="bar", use=0, bytes=16384, issuer="one"),
+        TmaLoad(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), issuer="one"),
+        Wait(barrier="bar", parity=0, use=0),
+        mma(),
+    ]), buffers=BUFS, arch="b200")
+    v, _ = judge(s)
+    assert v.ok
+
+
+def test_overwriting_a_stage_the_mma_still_reads_is_a_war_hazard_and_race():
+    s = hand_schedule(("t", 1, INIT + [
+        TmemAlloc(columns=512, issuer="warp0"),
+        ArriveExpectTx(barrier="bar", use=0, bytes=16384, issuer="one"),
+        TmaLoad(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), issuer="one"),
+        Wait(barrier="bar", parity=0, use=0),
+        mma(),
+        ArriveExpectTx(barrier="bar", use=1, bytes=16384, issuer="one"),
+        TmaLoad(barrier="bar", use=1, bytes=16384, dst=Access("A", 0, "A1"), issuer="one"),  # no MMA wait
+        Wait(barrier="bar", parity=1, use=1),
+    ]), buffers=BUFS, arch="b200")
+    v, _ = judge(s)
+    assert "war_race" in v.kinds()
+    # the new load lands ~1000 cycles later, after the MMA's read: a race, not (this time) a hazard
+    assert "war_hazard" not in v.kinds() and v.outcome.kind == "correct"
+
+
+@pytest.mark.parametrize("delta,what", [(-8192, "too few"), (8192, "too many")])
+def test_tx_mismatch_both_ways(delta, what):
+    s = hand_schedule(("t", 1, INIT + [
+        ArriveExpectTx(barrier="bar", use=0, bytes=16384 + delta, issuer="one"),
+        TmaLoad(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), issuer="one"),
+        Wait(barrier="bar", parity=0, use=0),
+    ]), buffers=BUFS[:1])
+    v, _ = judge(s)
+    (f,) = [f for f in v.findings if f.kind == "tx_mismatch" and "expects" in f.message]
+    assert what in f.message and f.evidence["expected_bytes"] == 16384 + delta
+    # one load: too many leaves tx > 0, too few drives it below 0 -- never back to zero
+    assert v.outcome.kind == "deadlock"
+
+
+def test_four_issuers_are_overissue():
+    v, _ = judge(build("hgemm_v4", K=64, tma_issuer="each_warp"))
+    (f, *_) = [f for f in v.findings if f.kind == "overissue"]
+    assert f.evidence["threads"] == 4 and len(f.evidence["issuers"]) == 4
+
+
+def test_early_return_groups_warps_and_names_the_late_producer():
+    v, r = judge(build("hgemm_v2", K=256, skip_mma_phase_flip=True))
+    (f, *_) = [f for f in v.findings if f.kind == "early_return"]
+    assert f.evidence["warps"] == ["wg.w0", "wg.w1", "wg.w2", "wg.w3"]
+    assert f.evidence["use"] == 1 and f.evidence["parity"] == 0 and f.evidence["satisfied_by_phase"] == 0
+    assert max(f.evidence["producer_times"]) > f.evidence["returned"]
+
+
+def test_a_failing_checker_makes_the_verdict_incomplete(monkeypatch):
+    def broken(result):
+        raise RuntimeError("boom")
+
+    monkeypatch.setitem(checkers.CHECKERS, "broken", broken)
+    v, _ = judge(build("hgemm_v1"))
+    assert not v.ok and v.kinds() == ["incomplete"]
+
+
+@pytest.mark.parametrize("arch", ["b200", "h200"])
+def test_cycles_are_plausible(small_seed_configs, arch):
+    """Within bounds from arithmetic alone: the tensor-core time of one CTA's tiles plus one
+    DRAM load at least; a fully serialised load-then-MMA schedule (x4 slack) at most."""
+    a = load_profile(arch)
+    for builder, config in small_seed_configs:
+        if config["arch"] != arch:
+            continue
+        v, r = judge(build(builder, **config))
+        s = r.schedule
+        k_tiles = config.get("K", 64) // 64
+        occ, _ = a.mma_cycles(128, 128, 64)
+        tiles_per_cta = -(-(config.get("M", 128) // 128) * (config.get("N", 128) // 128) // len(s.ctas))
+        dram = interpolate(a.tma_dram_latency, 32768)
+        lower = tiles_per_cta * k_tiles * occ + interpolate(a.tma_dram_latency, 16384) / 2
+        per_k = dram + occ + a.mma_tail_cycles + 4 * a.wake_cycles + 2000  # 2000: thread copies, syncs, issue
+        upper = 4 * (tiles_per_cta * (k_tiles * per_k + 5000))
+        assert lower <= v.timing.cycles <= upper, (builder, config, lower, v.timing.cycles, upper)
+
+
+def test_the_ring_overlaps_loads_with_mmas():
+    for arch in ("b200", "h200"):
+        v4, _ = judge(build("hgemm_v4", K=2048, arch=arch))
+        v5, _ = judge(build("hgemm_v5", K=2048, arch=arch, PIPE_DEPTH=3))
+        assert v5.timing.cycles < 0.8 * v4.timing.cycles, arch

@@ -63,14 +63,22 @@ def explain(verdict: Verdict, result: RunResult, title: str = "") -> str:
     lines.append("")
     lines.append(f"What went wrong first (cycle {cyc(first.cycle)}), [{first.kind}]:")
     lines += ["  " + line for line in _narrate(first, result)]
-    later = [f for f in verdict.findings if f is not first and f.cycle >= first.cycle and f.kind in ("raw_hazard", "war_hazard", "deadlock", *_TRAPS)]
-    if later:
+    # Consequences: what was actually corrupted, hung or trapped first, then what nothing
+    # ordered (races: corrupted under other timings).
+    later = [f for f in verdict.findings if f is not first and f.cycle >= first.cycle
+             and f.kind in ("raw_hazard", "war_hazard", "deadlock", *_TRAPS)]
+    races = [f for f in verdict.findings if f is not first and f.kind in ("raw_race", "war_race")]
+    if later or races:
         lines.append("")
         lines.append("Because of that:")
-        for f in later[:5]:
+        for f in later[:4]:
             lines.append(f"  [{f.kind}] {f.message}")
-        if len(later) > 5:
-            lines.append(f"  ... and {len(later) - 5} more")
+        if len(later) > 4:
+            lines.append(f"  ... and {len(later) - 4} more")
+        for f in races[:3]:
+            lines.append(f"  [{f.kind}] {f.message}")
+        if len(races) > 3:
+            lines.append(f"  ... and {len(races) - 3} more unordered accesses")
     roots = [f for f in verdict.findings if f is not first and f.kind in ("wrong_parity", "tx_mismatch", "overissue")]
     if roots:
         lines.append("")

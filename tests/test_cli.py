@@ -44,7 +44,8 @@ def test_explain_names_the_wait_the_parity_and_the_late_producer():
     assert "try_wait.parity(mma_bar, 0)" in out and "for phase 1" in out
     assert "phase 0 (parity 0), completed" in out
     assert "tcgen05.commit arrived at cycle" in out
-    assert "war_hazard" in out  # what was overwritten as a consequence
+    assert "raw_hazard" in out and "acc(0, 0)@k=7" in out  # the epilogue read the accumulator too early
+    assert "war_race" in out and "A[m=0,k=2]" in out  # the next copy is not ordered after the MMA's read
 
 
 def test_explain_of_a_correct_schedule_says_so():

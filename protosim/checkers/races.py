@@ -29,9 +29,11 @@ RAW, WAR = "raw_race", "war_race"
 def check(result) -> list[Finding]:
     log = result.log
     observed: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for e in log.of_kind("observe"):
-        for seq in e.data["seqs"]:
-            observed[seq].append((e.data["warp"], e.data["at"]))
+    for kind in ("observe", "wait"):  # a wait observes what its phase carried
+        for e in log.of_kind(kind):
+            d = e.data
+            for seq in d["seqs"]:
+                observed[seq].append((d["warp"], d["at"]))
     parts_of = {b.name: b.parts for b in result.schedule.buffers}
     streams: dict[tuple, list] = defaultdict(list)
     for e in log.of_kind("access"):

@@ -7,7 +7,8 @@ events without one) and a small dict of facts.  Kinds and their data:
 
 ``wait``         a barrier wait returned: barrier, parity, use, begin,
                  completed_begin, completed_return (phases completed when it
-                 succeeded), blocked (bool)
+                 succeeded), blocked (bool); and, as an observation (below),
+                 seqs / warp / at of the accesses the observed phase carried
 ``arrive``       barrier, use, count, completed (phases completed before it)
 ``expect_tx``    barrier, use, bytes, completed
 ``complete_tx``  barrier, use, bytes, completed (before it), issue (cycle)
@@ -17,6 +18,8 @@ events without one) and a small dict of facts.  Kinds and their data:
                  the event's own time is the issue cycle
 ``issue``        an op that must have one issuer was issued: op kind, threads,
                  tile, k
+``observe``      a warp learnt that accesses completed (happens-before):
+                 seqs, warp (its index in the CTA), at (its clock), how
 ``trap``         undefined behaviour: target (barrier or unit), what, ub (kind), detail
 ``sync``         a bar.sync released: barrier id, threads
 """
@@ -36,6 +39,9 @@ class Event(NamedTuple):
     data: dict[str, Any]
 
 
+_new = tuple.__new__
+
+
 class EventLog:
     """Append-only list of events with a per-kind index built on first query."""
 
@@ -44,7 +50,8 @@ class EventLog:
         self._by_kind: dict[str, list[Event]] | None = None
 
     def emit(self, t: float, kind: str, cta: int, who: str, op: int, **data: Any) -> None:
-        self.events.append(Event(t, kind, cta, who, op, data))
+        # tuple.__new__ directly: the NamedTuple constructor costs a Python call per event.
+        self.events.append(_new(Event, (t, kind, cta, who, op, data)))
 
     def of_kind(self, kind: str) -> list[Event]:
         if self._by_kind is None or sum(map(len, self._by_kind.values())) != len(self.events):

@@ -504,8 +504,8 @@ class Machine:
         """``threads`` separate arrive-ons (each thread's own), stopping at a trap.
         Each carries the warp's clock into the phase it lands in (release)."""
         clock = w.tick()
+        cell.contribute(clock)  # every thread of this warp carries the same clock
         for _ in range(threads):
-            cell.contribute(clock)
             if not self._apply(w.cta, w.who, i, cell, fn(cell.state), op.kind):
                 return
 
@@ -565,13 +565,13 @@ class Machine:
 
     def _waited(self, w: _Warp, i: int, op: Wait, cell: _BarrierCell, begin: float, c0: int, c_ret: int,
                 clock, seqs, blocked: bool) -> None:
-        join_into(w.clock, clock)  # acquire: learn what the observed phase carried
-        w.tick()
-        t = self.env.now + w.debt
-        self._observe(w, i, seqs, f"wait {cell.name}", t)
-        self.log.emit(t, "wait", w.cta.index, w.who, i, barrier=op.barrier, parity=op.parity, use=op.use,
-                      begin=begin, completed_begin=c0, completed_return=c_ret, blocked=blocked,
-                      tile=op.tile, k=op.k)
+        if clock is not None:  # acquire: learn what the observed phase carried
+            join_into(w.clock, clock)
+        w.clock[w.g] += 1
+        # The wait event doubles as the observation of the accesses the phase carried.
+        self.log.emit(self.env.now + w.debt, "wait", w.cta.index, w.who, i, barrier=op.barrier, parity=op.parity,
+                      use=op.use, begin=begin, completed_begin=c0, completed_return=c_ret, blocked=blocked,
+                      tile=op.tile, k=op.k, seqs=seqs, warp=w.g, at=w.clock[w.g])
 
     # -- TMA -------------------------------------------------------------------
     def _tma_load(self, w: _Warp, i: int, op: TmaLoad) -> None:

@@ -10,6 +10,7 @@ on whatever machine this is: compare rows within one run, not across machines.
 from __future__ import annotations
 
 import argparse
+import gc
 import platform
 import sys
 import time
@@ -23,6 +24,7 @@ from protosim.verdict import judge  # noqa: E402
 
 
 def timed(fn):
+    gc.collect()  # start each measurement from a clean heap, outside the timing
     t = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t
@@ -60,6 +62,7 @@ SMALL = [
 def small_verdicts(seconds: float) -> dict:
     """Build + replay + check single-CTA configs round-robin for ``seconds``."""
     configs = [(BUILDERS[b], GemmConfig(**kw)) for b, kw in SMALL]
+    gc.collect()
     n, events = 0, 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:

@@ -35,6 +35,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from protosim.gcpause import gc_paused
+
 Issuer = Literal["all", "warp0", "one", "each_warp"]
 ISSUERS: tuple[str, ...] = ("all", "warp0", "one", "each_warp")
 SCHEMA = 1
@@ -459,22 +461,38 @@ def accesses(op: Op) -> tuple[Access, ...]:
 # --------------------------------------------------------------------------- JSON
 
 
+_FIELDS: dict[type, list[tuple[str, Any]]] = {}
+
+
+def _fields_of(cls: type) -> list[tuple[str, Any]]:
+    """(name, default or MISSING) of an op class, computed once per class."""
+    meta = _FIELDS.get(cls)
+    if meta is None:
+        meta = _FIELDS[cls] = [(f.name, f.default) for f in dataclasses.fields(cls)]
+    return meta
+
+
 def _op_to_json(op: Op) -> dict[str, Any]:
     out: dict[str, Any] = {"op": op.kind}
-    for f in dataclasses.fields(op):
-        value = getattr(op, f.name)
-        if f.default is not dataclasses.MISSING and value == f.default:
+    for name, default in _fields_of(op.__class__):
+        value = getattr(op, name)
+        if value is default or (default is not dataclasses.MISSING and value == default):
             continue
-        if f.default_factory is not dataclasses.MISSING and value == f.default_factory():  # type: ignore[misc]
-            continue
-        out[f.name] = _plain(value)
+        out[name] = _plain(value)
     return out
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Access):
-        return {k: v for k, v in dataclasses.asdict(value).items() if v is not None and v != "" and not (k == "stage" and v == 0)}
-    if isinstance(value, tuple):
+    if value.__class__ is Access:
+        d: dict[str, Any] = {"buffer": value.buffer}
+        if value.stage:
+            d["stage"] = value.stage
+        if value.content:
+            d["content"] = value.content
+        if value.part is not None:
+            d["part"] = value.part
+        return d
+    if value.__class__ is tuple:
         return [_plain(v) for v in value]
     return value
 
@@ -552,7 +570,8 @@ def from_json(d: dict[str, Any]) -> Schedule:
 
 
 def dumps(s: Schedule) -> str:
-    return json.dumps(to_json(s), sort_keys=True, separators=(",", ":"))
+    with gc_paused():
+        return json.dumps(to_json(s), sort_keys=True, separators=(",", ":"))
 
 
 def loads(text: str) -> Schedule:
@@ -560,8 +579,12 @@ def loads(text: str) -> Schedule:
 
 
 def content_hash(s: Schedule) -> str:
-    """SHA-256 of the canonical JSON of everything but ``config`` (first 16 hex digits)."""
-    d = to_json(s)
-    d.pop("config")
-    blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+    """SHA-256 of the canonical JSON of everything but ``config`` (first 16 hex digits).
+
+    Canonical: sorted keys, no spaces, ops without their default fields -- the text
+    :func:`dumps` writes, so a schedule and its JSON round trip hash alike."""
+    with gc_paused():
+        d = to_json(s)
+        d.pop("config")
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

@@ -15,8 +15,11 @@ load into a stage says so whatever parity the (possibly buggy) code passes.
 
 from __future__ import annotations
 
+import functools
+
 from protosim.arch import ArchProfile, load_profile
 from protosim.config import ACC_BYTES, F16_BYTES, ConfigError, GemmConfig
+from protosim.gcpause import gc_paused
 from protosim.ir import (
     WARP_PART,
     Access,
@@ -391,11 +394,19 @@ def build_v6(cfg: GemmConfig) -> Schedule:
     return _schedule(6, cfg, arch, cfg.PIPE_DEPTH, True, ctas)
 
 
+def _gc_paused(build):
+    """Builders allocate hundreds of thousands of frozen ops: keep the collector out."""
+
+    @functools.wraps(build)
+    def wrapper(cfg: GemmConfig) -> Schedule:
+        with gc_paused():
+            return build(cfg)
+
+    return wrapper
+
+
 BUILDERS = {
-    "hgemm_v1": build_v1,
-    "hgemm_v2": build_v2,
-    "hgemm_v3": build_v3,
-    "hgemm_v4": build_v4,
-    "hgemm_v5": build_v5,
-    "hgemm_v6": build_v6,
+    name: _gc_paused(fn)
+    for name, fn in (("hgemm_v1", build_v1), ("hgemm_v2", build_v2), ("hgemm_v3", build_v3),
+                     ("hgemm_v4", build_v4), ("hgemm_v5", build_v5), ("hgemm_v6", build_v6))
 }

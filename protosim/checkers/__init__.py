@@ -23,6 +23,7 @@ from protosim.checkers import (
     wrong_parity,
 )
 from protosim.checkers.base import Finding
+from protosim.gcpause import gc_paused
 
 CHECKERS = {
     "capacity": capacity.check,
@@ -46,13 +47,14 @@ FINDING_KINDS = (
 def run_checkers(result) -> list[Finding]:
     """All findings of one replay, ordered by cycle."""
     findings: list[Finding] = []
-    for name, check in CHECKERS.items():
-        try:
-            findings.extend(check(result))
-        except Exception as e:  # noqa: BLE001 -- reported, not swallowed
-            findings.append(Finding("incomplete", -1, name, -1, 0.0,
-                                    f"checker {name} failed: {e!r}; this verdict is incomplete",
-                                    {"traceback": traceback.format_exc()}))
+    with gc_paused():
+        for name, check in CHECKERS.items():
+            try:
+                findings.extend(check(result))
+            except Exception as e:  # noqa: BLE001 -- reported, not swallowed
+                findings.append(Finding("incomplete", -1, name, -1, 0.0,
+                                        f"checker {name} failed: {e!r}; this verdict is incomplete",
+                                        {"traceback": traceback.format_exc()}))
     findings.sort(key=lambda f: (f.cycle, f.cta))
     return findings
 

@@ -15,9 +15,14 @@ SINGLE_ISSUER = ("tma_load", "tma_store", "mma", "mma_commit")
 
 
 def check(result) -> list[Finding]:
+    issues = result.log.of_kind("issue")
+    # An op that can over-issue shows it in at least one event: a thread count above one,
+    # or an issuer other than the role's first warp.  Only those ops are grouped.
+    suspects = {(e.cta, e.op) for e in issues
+                if e.data["what"] in SINGLE_ISSUER and (e.data["threads"] > 1 or not e.who.endswith(".w0"))}
     counts: dict[tuple, list] = {}
-    for e in result.log.of_kind("issue"):
-        if e.data["what"] in SINGLE_ISSUER:
+    for e in issues:
+        if (e.cta, e.op) in suspects and e.data["what"] in SINGLE_ISSUER:
             counts.setdefault((e.cta, e.op, e.data["tile"], e.data["k"]), []).append(e)
     findings = []
     reported: set[tuple] = set()

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from protosim.checkers.base import Finding, cyc
-from protosim.engine.order import ordered_after
 
 RAW, WAR = "raw_race", "war_race"
 
@@ -32,37 +31,45 @@ def check(result) -> list[Finding]:
     for kind in ("observe", "wait"):  # a wait observes what its phase carried
         for e in log.of_kind(kind):
             d = e.data
-            for seq in d["seqs"]:
-                observed[seq].append((d["warp"], d["at"]))
+            if d["seqs"]:
+                pair = (d["warp"], d["at"])
+                for seq in d["seqs"]:
+                    observed[seq].append(pair)
     parts_of = {b.name: b.parts for b in result.schedule.buffers}
     streams: dict[tuple, list] = defaultdict(list)
-    for e in log.of_kind("access"):
+    for e in log.of_kind("access"):  # already in issue (seq) order
         d = e.data
-        nparts = parts_of[d["buffer"]]
-        for p in (range(nparts) if d["part"] is None else (d["part"],)):
-            streams[(e.cta, d["buffer"], d["stage"], p)].append(e)
+        part = d["part"]
+        if part is None:
+            for p in range(parts_of[d["buffer"]]):
+                streams[(e.cta, d["buffer"], d["stage"], p)].append(e)
+        else:
+            streams[(e.cta, d["buffer"], d["stage"], part)].append(e)
     findings: dict[tuple, Finding] = {}
+    no_obs: list = []
     for (cta, buffer, stage, part), events in streams.items():
-        events.sort(key=lambda e: e.data["seq"])
         last_write_of: dict[str, object] = {}
         reads_since_write: list = []
         for e in events:
             d = e.data
+            clock = d["clock"]
             if d["mode"] == "r":
                 w = last_write_of.get(d["content"])
-                if w is not None and not ordered_after(observed.get(w.data["seq"]), d["clock"]):
+                if w is not None and not any(clock[g] >= c for g, c in observed.get(w.data["seq"], no_obs)):
                     _add(findings, RAW, e, w, buffer, stage, part,
                          f"its issuer had not observed the write of {d['content']} by {w.who} op #{w.op} complete")
                 reads_since_write.append(e)
             else:
+                content = d["content"]
                 for r in reads_since_write:
-                    if r.data["content"] != d["content"] and not ordered_after(observed.get(r.data["seq"]), d["clock"]):
+                    rd = r.data
+                    if rd["content"] != content and not any(clock[g] >= c for g, c in observed.get(rd["seq"], no_obs)):
                         _add(findings, WAR, e, r, buffer, stage, part,
-                             f"its issuer had not observed the read of {r.data['content']} by {r.who} op #{r.op} "
-                             f"(tile {r.data['tile']}) complete")
+                             f"its issuer had not observed the read of {rd['content']} by {r.who} op #{r.op} "
+                             f"(tile {rd['tile']}) complete")
                         break
                 reads_since_write = []
-                last_write_of[d["content"]] = e
+                last_write_of[content] = e
     return sorted(findings.values(), key=lambda f: f.cycle)
 
 

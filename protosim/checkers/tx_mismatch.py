@@ -17,25 +17,32 @@ KIND = "tx_mismatch"
 
 def check(result) -> list[Finding]:
     log = result.log
-    expected: dict[tuple, list] = {}
+    expected: dict[tuple, int] = {}
+    first: dict[tuple, object] = {}
     for e in log.of_kind("expect_tx"):
-        expected.setdefault((e.cta, e.data["barrier"], e.data["use"]), []).append(e)
-    issued: dict[tuple, list] = {}
+        d = e.data
+        key = (e.cta, d["barrier"], d["use"])
+        expected[key] = expected.get(key, 0) + d["bytes"]
+        first.setdefault(key, e)
+    issued: dict[tuple, int] = {}
     for e in log.of_kind("issue"):
-        if e.data["what"] == "tma_load":
-            issued.setdefault((e.cta, e.data["barrier"], e.data["use"]), []).append(e)
+        d = e.data
+        if d["what"] == "tma_load":
+            key = (e.cta, d["barrier"], d["use"])
+            issued[key] = issued.get(key, 0) + d["bytes"]
+            first.setdefault(key, e)
     # A trap cuts the run short: the phases in flight on the trapping barrier never got
     # all their producers, so their byte counts prove nothing.
     trap = result.trap
     cut = (trap.cta, trap.target, trap.state.completed) if trap is not None and trap.state is not None else None
     findings = []
-    for key in sorted(set(expected) | set(issued), key=lambda k: (k[0], k[1], k[2])):
-        exp = sum(e.data["bytes"] for e in expected.get(key, []))
-        got = sum(e.data["bytes"] for e in issued.get(key, []))
+    bad = [k for k in first if expected.get(k, 0) != issued.get(k, 0)]
+    for key in sorted(bad):
+        exp, got = expected.get(key, 0), issued.get(key, 0)
         cta, barrier, use = key
-        if exp == got or (cut and (cta, barrier) == cut[:2] and use >= cut[2]):
+        if cut and (cta, barrier) == cut[:2] and use >= cut[2]:
             continue
-        anchor = min(expected.get(key, []) + issued.get(key, []), key=lambda e: e.t)
+        anchor = first[key]
         what = "too many: the phase can never complete" if exp > got else "too few: the phase completes before all data lands"
         findings.append(Finding(
             KIND, cta, anchor.who, anchor.op, anchor.t,
@@ -44,7 +51,7 @@ def check(result) -> list[Finding]:
         ))
     for e in log.of_kind("complete_tx"):
         d = e.data
-        if d["completed"] != d["use"]:
+        if d["completed"] != d["use"]:  # landed outside the phase it was issued for
             findings.append(Finding(
                 KIND, e.cta, d.get("who_issued", e.who), e.op, e.t,
                 f"CTA {e.cta}: {d['bytes']} bytes issued for phase {d['use']} of {d['barrier']} landed at cycle "

@@ -31,6 +31,7 @@ from protosim.engine.log import EventLog
 from protosim.engine.order import fresh, join_into, joined
 from protosim.engine.perturb import Perturbation, Timing
 from protosim.engine.units import LatencyTables, MemorySystem, SmUnits
+from protosim.gcpause import gc_paused
 from protosim.ir import (
     WARP_PART,
     Access,
@@ -368,8 +369,15 @@ class Machine:
             slots = simpy.Store(self.env)
             slots.items.extend(sm for _ in range(per_sm) for sm in range(a.sm_count))
             self.env.process(self._launcher(slots))
-            self.env.run()
-        return self._result()
+            with gc_paused():
+                self.env.run()
+        result = self._result()
+        # Bound methods in the dispatch tables and the environment's processes refer back
+        # to the machine: drop them so reference counting frees the run without a full
+        # collection (which, after a large replay, costs seconds).
+        self._specs = self._local = None
+        self.env = self.warps = self.ctas = None
+        return result
 
     def _launcher(self, slots: simpy.Store) -> Iterator[simpy.Event]:
         for prog in self.schedule.ctas:

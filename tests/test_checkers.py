@@ -25,6 +25,17 @@ INIT = [MbarInit(barrier="bar", issuer="one"), CtaSync()]
 BUFS = [BufferDecl("A", "smem", 1, 16384), BufferDecl("acc", "tmem", 1, columns=128)]
 
 
+def load(use: int, content: str) -> list:
+    """arrive.expect_tx + the TMA load of one 16 KiB tile into A[0] for phase ``use``."""
+    return [ArriveExpectTx(barrier="bar", use=use, bytes=16384, issuer="one"),
+            TmaLoad(barrier="bar", use=use, bytes=16384, dst=Access("A", 0, content), issuer="one")]
+
+
+def on_b200(*ops) -> object:
+    return judge(hand_schedule(("t", 1, INIT + [TmemAlloc(columns=512, issuer="warp0"), *ops]),
+                               buffers=BUFS, arch="b200"))[0]
+
+
 def mma(content="A0", tile=(0, 0)):
     return Mma(m=128, n=128, k_elems=64, reads=(Access("A", 0, content),), writes=(Access("acc", 0, "c"),),
                issuer="one", tile=tile)
@@ -37,42 +48,19 @@ def test_correct_seed_configs_have_no_findings(small_seed_configs):
 
 
 def test_read_before_the_load_lands_is_a_raw_hazard_and_race():
-    s = hand_schedule(("t", 1, INIT + [
-        TmemAlloc(columns=512, issuer="warp0"),
-        ArriveExpectTx(barrier="bar", use=0, bytes=16384, issuer="one"),
-        TmaLoad(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), issuer="one"),
-        mma(),  # no wait on bar before reading A
-        Wait(barrier="bar", parity=0, use=0),
-    ]), buffers=BUFS, arch="b200")
-    v, _ = judge(s)
+    v = on_b200(*load(0, "A0"), mma(), Wait(barrier="bar", parity=0, use=0))  # no wait before the read
     assert {"raw_hazard", "raw_race"} <= set(v.kinds())
     assert v.outcome.kind == "wrong" and v.outcome.wrong_tiles == ((0, 0),)
 
 
 def test_waiting_first_makes_the_same_read_clean():
-    s = hand_schedule(("t", 1, INIT + [
-        TmemAlloc(columns=512, issuer="warp0"),
-        ArriveExpectTx(barrier="bar", use=0, bytes=16384, issuer="one"),
-        TmaLoad(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), issuer="one"),
-        Wait(barrier="bar", parity=0, use=0),
-        mma(),
-    ]), buffers=BUFS, arch="b200")
-    v, _ = judge(s)
-    assert v.ok
+    assert on_b200(*load(0, "A0"), Wait(barrier="bar", parity=0, use=0), mma()).ok
 
 
-def test_overwriting_a_stage_the_mma_still_reads_is_a_war_hazard_and_race():
-    s = hand_schedule(("t", 1, INIT + [
-        TmemAlloc(columns=512, issuer="warp0"),
-        ArriveExpectTx(barrier="bar", use=0, bytes=16384, issuer="one"),
-        TmaLoad(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), issuer="one"),
-        Wait(barrier="bar", parity=0, use=0),
-        mma(),
-        ArriveExpectTx(barrier="bar", use=1, bytes=16384, issuer="one"),
-        TmaLoad(barrier="bar", use=1, bytes=16384, dst=Access("A", 0, "A1"), issuer="one"),  # no MMA wait
-        Wait(barrier="bar", parity=1, use=1),
-    ]), buffers=BUFS, arch="b200")
-    v, _ = judge(s)
+def test_overwriting_a_stage_the_mma_still_reads_is_a_war_race():
+    v = on_b200(*load(0, "A0"), Wait(barrier="bar", parity=0, use=0), mma(),
+                *load(1, "A1"),  # no wait for the MMA's read before reusing A[0]
+                Wait(barrier="bar", parity=1, use=1))
     assert "war_race" in v.kinds()
     # the new load lands ~1000 cycles later, after the MMA's read: a race, not (this time) a hazard
     assert "war_hazard" not in v.kinds() and v.outcome.kind == "correct"

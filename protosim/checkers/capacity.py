@@ -31,7 +31,7 @@ def check(result) -> list[Finding]:
             need=s.threads_per_cta, limit=a.max_threads_per_cta)
     tmem = max((op.columns for cta in s.ctas[:1] for ops in cta.roles for op in ops if isinstance(op, TmemAlloc)), default=0)
     tmem_buffers = [b for b in s.buffers if b.space == "tmem"]
-    if (tmem or tmem_buffers) and tmem > a.tmem_columns or (tmem_buffers and not a.has_tmem):
+    if tmem > a.tmem_columns or (tmem_buffers and not a.has_tmem):
         add(f"TMEM: the CTA allocates {tmem} columns, {a.name} has {a.tmem_columns}"
             + (" (no Tensor Memory on this arch: port the MMA to wgmma)" if not a.has_tmem else ""),
             need=tmem, limit=a.tmem_columns)

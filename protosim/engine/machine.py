@@ -311,6 +311,7 @@ class Machine:
         self._async_id = 0
         self._async_seqs: dict[int, tuple[int, ...]] = {}
         """Access seqs of each bulk-group / wgmma-group operation, by operation id."""
+        self._mma_shapes: dict[tuple[int, int, int], tuple[float, int]] = {}
         a = self.arch
         # How each op kind runs, in three shapes (see _warp):
         #   local:  thread-local work -- its cost joins the warp's debt, no event at all;
@@ -329,7 +330,8 @@ class Machine:
             Arrive: (lambda w, op: a.arrive_cycles, self._arrive, None),
             ExpectTx: (lambda w, op: a.arrive_cycles, self._expect_tx, None),
             ArriveExpectTx: (lambda w, op: a.arrive_cycles, self._arrive_expect_tx, None),
-            Wait: (self._wait_skew, self._wait, self._wait_woken),
+            # Without a skew a wait has no cost of its own before probing: skip the call.
+            Wait: (self._wait_skew if self.perturbation.skew_cycles else None, self._wait, self._wait_woken),
             TmaLoad: (lambda w, op: a.tma_issue_cycles, self._tma_load, None),
             TmaStore: (lambda w, op: a.tma_issue_cycles, self._tma_store, None),
             BulkWait: (issue, self._bulk_wait, self._groups_woken),
@@ -649,7 +651,7 @@ class Machine:
             return None
         ev = self.env.event()
         g.waiters.append((n, read, ev))
-        self._block(w, i, op, on, w.who, f"{g.groups.pending_groups(read)} group(s) pending, waiting for <= {n}")
+        self._block(w, i, op, on, w.who, f"waiting for <= {n} pending group(s)")
         return ev
 
     def _groups_woken(self, w: _Warp, i: int, op: Op, value: Any) -> None:
@@ -703,12 +705,20 @@ class Machine:
         return self.env.timeout(w.cta.sm.lsu.serve(now, op.bytes) - now)
 
     # -- MMA -------------------------------------------------------------------
+    def _mma_shape(self, op: Mma | Wgmma) -> tuple[float, int]:
+        """(occupancy, instructions) of an MMA tile op, computed once per shape."""
+        key = (op.m, op.n, op.k_elems)
+        shape = self._mma_shapes.get(key)
+        if shape is None:
+            shape = self._mma_shapes[key] = self.arch.mma_cycles(*key)
+        return shape
+
     def _mma_issue_cost(self, w: _Warp, op: Mma | Wgmma) -> float:
-        return self.arch.mma_thread_issue_cycles * self.arch.mma_cycles(op.m, op.n, op.k_elems)[1]
+        return self.arch.mma_thread_issue_cycles * self._mma_shape(op)[1]
 
     def _mma(self, w: _Warp, i: int, op: Mma) -> None:
         arch, timing = self.arch, self.timing
-        occupancy, _ = arch.mma_cycles(op.m, op.n, op.k_elems)
+        occupancy, _ = self._mma_shape(op)
         now = self.env.now
         start, free, done = w.cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
         key = w.who
@@ -753,7 +763,7 @@ class Machine:
             self._block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
             return rv[1]
         del cta.rendezvous[key]
-        occupancy, _ = arch.mma_cycles(op.m, op.n, op.k_elems)
+        occupancy, _ = self._mma_shape(op)
         now = env.now
         start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
         self._async_id += 1

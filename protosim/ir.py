@@ -423,7 +423,7 @@ def validate(s: Schedule) -> None:
             raise ScheduleError(
                 f"CTA {cta.index}: {len(cta.roles)} role programs for {len(s.roles)} declared roles"
             )
-        for role, ops in zip(s.roles, cta.roles):
+        for role, ops in zip(s.roles, cta.roles, strict=True):
             for i, op in enumerate(ops):
                 where = f"CTA {cta.index}, role {role.name!r}, op #{i} ({op.kind})"
                 if op.issuer not in ISSUERS:

@@ -14,7 +14,6 @@ from protosim.ir import (
     CtaSync,
     MbarInit,
     Mma,
-    MmaCommit,
     TmaLoad,
     TmemAlloc,
     Wait,

@@ -138,7 +138,7 @@ def load_profile(name: str) -> ArchProfile:
         raise UnknownArch(f"unknown arch {name!r}; available: {', '.join(available())}")
     raw = tomllib.loads(path.read_text())
     constants: dict[str, Constant] = {}
-    for section, entries in raw.items():
+    for entries in raw.values():
         if not isinstance(entries, dict):
             continue
         for key_, entry in entries.items():

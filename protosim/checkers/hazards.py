@@ -126,7 +126,6 @@ def _finding(r, part, kind: str, w: _Write | None, why: str) -> Finding:
         "tile": tile,
     }
     if w is not None:
-        wd = w.event.data
         ev["writer"] = {"who": w.event.who, "op": w.event.op, "content": w.content, "t0": w.t0, "t1": w.t1,
                         "cta": w.event.cta}
     return Finding(

@@ -47,7 +47,7 @@ def check(result) -> list[Finding]:
             streams[(e.cta, d["buffer"], d["stage"], part)].append(e)
     findings: dict[tuple, Finding] = {}
     no_obs: list = []
-    for (cta, buffer, stage, part), events in streams.items():
+    for (_cta, buffer, stage, part), events in streams.items():
         last_write_of: dict[str, object] = {}
         reads_since_write: list = []
         for e in events:

@@ -18,12 +18,11 @@ KIND = "wrong_parity"
 
 
 def check(result) -> list[Finding]:
-    firsts: dict[tuple[int, str], list] = {}
     executed = {(e.cta, e.op) for e in result.log.of_kind("wait")}
     executed |= {(b.cta, b.op) for b in result.blocked}
     bad_waits: dict[tuple[int, str], list] = {}
     for cta in result.schedule.ctas:
-        for role, ops in zip(result.schedule.roles, cta.roles):
+        for role, ops in zip(result.schedule.roles, cta.roles, strict=True):
             for i, op in enumerate(ops):
                 if isinstance(op, Wait) and op.parity != op.use % 2 and (cta.index, i) in executed:
                     bad_waits.setdefault((cta.index, op.barrier), []).append((role.name, i, op))

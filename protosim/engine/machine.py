@@ -15,7 +15,7 @@ with warps still blocked ends with those warps listed in
 :attr:`RunResult.blocked` -- what a watchdog would report.
 
 Cycle costs come from the :class:`~protosim.arch.ArchProfile`; hardware
-latencies go through :class:`~protosim.engine.perturb.Timing` so that an
+latencies go through :class:`~protosim.engine.perturb.Perturber` so that an
 exploration can jitter them and inject stalls.
 """
 
@@ -29,7 +29,7 @@ import simpy
 from protosim.arch import ArchProfile, load_profile
 from protosim.engine.log import EventLog
 from protosim.engine.order import fresh, join_into, joined
-from protosim.engine.perturb import Perturbation, Timing
+from protosim.engine.perturb import Perturbation, Perturber
 from protosim.engine.units import LatencyTables, MemorySystem, SmUnits
 from protosim.gcpause import gc_paused
 from protosim.ir import (
@@ -297,7 +297,7 @@ class Machine:
         self.schedule = schedule
         self.arch = arch or load_profile(schedule.arch)
         self.perturbation = perturbation or Perturbation.none()
-        self.timing = Timing(self.perturbation)
+        self.timing = Perturber(self.perturbation)
         self.env = simpy.Environment()
         self.log = EventLog()
         self.memory = MemorySystem(self.arch)
@@ -393,7 +393,7 @@ class Machine:
         self.ctas.append(cta)
         procs = []
         g = 0
-        for r, (role, ops) in enumerate(zip(self.schedule.roles, prog.roles)):
+        for r, (role, ops) in enumerate(zip(self.schedule.roles, prog.roles, strict=True)):
             for w in range(role.warps):
                 warp = _Warp(cta, r, role.name, w, role.warps, g)
                 g += 1

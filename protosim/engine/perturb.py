@@ -66,7 +66,7 @@ class Perturbation:
         return f"seed {self.seed}: " + ", ".join(parts)
 
 
-class Timing:
+class Perturber:
     """The perturbation as the engine uses it: ``scale`` latencies, draw ``stall``s."""
 
     def __init__(self, p: Perturbation):

@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def explore_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--runs", type=int, help="perturbed replays to explore (default: the scenario's, else 24; 1 = nominal only)")
+        sp.add_argument("--runs", type=int, help="perturbed replays to explore (default: the scenario's, else 24, "
+                                                 "or 1 for schedules of more than 50,000 ops; 1 = nominal only)")
         sp.add_argument("--max-stall", type=int, help="largest injected stall in cycles (default: the scenario's, else 2000)")
         sp.add_argument("--seed", type=int, help="exploration seed (default: the scenario's, else 0)")
 

@@ -17,6 +17,10 @@ from protosim.ir import content_hash
 from protosim.scenarios import Scenario, check_expectation
 from protosim.verdict import OUTCOMES, OutcomeSet, Slack, Verdict, explore, judge, slack
 
+DEFAULT_RUNS = 24
+LARGE_SCHEDULE_OPS = 50_000
+"""Above this many ops a replay takes seconds: explore only when asked."""
+
 
 @dataclass
 class RunReport:
@@ -26,6 +30,7 @@ class RunReport:
     outcomes: OutcomeSet | None
     slack: Slack | None
     problems: list[str]
+    note: str = ""
 
     @property
     def agrees(self) -> bool | None:
@@ -47,6 +52,7 @@ class RunReport:
             },
             "agrees": self.agrees,
             "problems": self.problems,
+            "note": self.note,
         }
 
 
@@ -57,7 +63,15 @@ def run_scenario(scenario: Scenario, runs: int | None = None, max_stall: int | N
     arch = load_profile(schedule.arch)
     h = content_hash(schedule)
     verdict, result = judge(schedule, arch, schedule_hash=h)
-    runs = scenario.runs if runs is None else runs
+    note = ""
+    if runs is None:
+        runs = scenario.runs
+    if runs is None:  # nobody chose: explore small schedules, replay large ones once
+        big = schedule.op_count() > LARGE_SCHEDULE_OPS
+        runs = 1 if big else DEFAULT_RUNS
+        if big:
+            note = (f"exploration skipped: {schedule.op_count():,} ops make each replay slow; "
+                    f"pass --runs N (or [explore] runs) to explore")
     outcomes = None
     if runs > 1:
         outcomes = explore(schedule, runs=runs, seed=scenario.seed if seed is None else seed,
@@ -65,7 +79,7 @@ def run_scenario(scenario: Scenario, runs: int | None = None, max_stall: int | N
                            progress=progress)
     sl = slack(schedule, arch=arch) if with_slack else None
     problems = check_expectation(scenario.expect, verdict, outcomes)
-    return RunReport(scenario, verdict, result, outcomes, sl, problems)
+    return RunReport(scenario, verdict, result, outcomes, sl, problems, note)
 
 
 # --------------------------------------------------------------------------- text
@@ -108,6 +122,8 @@ def render_run(rep: RunReport, max_findings: int = 8) -> str:
                 lines.append(f"           hung: {'; '.join(sorted(c.hung)[:4])}" + (f" (+{len(c.hung) - 4})" if len(c.hung) > 4 else ""))
             if c and k == "fault":
                 lines.append(f"           faults: {', '.join(sorted(c.faults))}")
+    if rep.note:
+        lines.append(f"reachable  {rep.note}")
     if rep.slack:
         lines.append(f"slack      {rep.slack.summary(arch)}")
     e = s.expect

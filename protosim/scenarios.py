@@ -72,7 +72,8 @@ class Scenario:
     builder: str
     config: GemmConfig | None
     expect: Expectation = field(default_factory=Expectation)
-    runs: int = 24
+    runs: int | None = None
+    """Perturbed replays to explore; None: the default for the schedule's size."""
     max_stall: int = 2000
     seed: int = 0
     schedule_json: dict[str, Any] | None = None
@@ -146,7 +147,7 @@ def load_scenario(path: str | Path) -> Scenario:
         builder=builder,
         config=config,
         expect=expect,
-        runs=_int(path, "explore.runs", explore.get("runs", 24), 1),
+        runs=_int(path, "explore.runs", explore["runs"], 1) if "runs" in explore else None,
         max_stall=_int(path, "explore.max_stall", explore.get("max_stall", 2000), 0),
         seed=_int(path, "explore.seed", explore.get("seed", 0), 0),
     )

@@ -8,7 +8,7 @@ findings' evidence and the event log -- nothing here re-judges the run.
 
 from __future__ import annotations
 
-from protosim.checkers import Finding
+from protosim.checkers import Finding, undefined_behavior
 from protosim.checkers.base import cyc, describe_producer, producers
 from protosim.engine import RunResult
 from protosim.verdict import Verdict
@@ -98,7 +98,7 @@ def explain(verdict: Verdict, result: RunResult, title: str = "") -> str:
     return "\n".join(lines)
 
 
-_TRAPS = ("arrival_underflow", "tx_out_of_range", "use_before_init", "reinit_without_inval", "count_out_of_range")
+_TRAPS = tuple(k for k in undefined_behavior.KINDS if k not in ("launch_failure", "unsupported"))
 
 
 def _narrate(f: Finding, result: RunResult) -> list[str]:

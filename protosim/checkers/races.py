@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from protosim.checkers.base import Finding, cyc
+from protosim.engine.order import ordered_after
 
 RAW, WAR = "raw_race", "war_race"
 
@@ -46,7 +47,6 @@ def check(result) -> list[Finding]:
         else:
             streams[(e.cta, d["buffer"], d["stage"], part)].append(e)
     findings: dict[tuple, Finding] = {}
-    no_obs: list = []
     for (_cta, buffer, stage, part), events in streams.items():
         last_write_of: dict[str, object] = {}
         reads_since_write: list = []
@@ -55,7 +55,7 @@ def check(result) -> list[Finding]:
             clock = d["clock"]
             if d["mode"] == "r":
                 w = last_write_of.get(d["content"])
-                if w is not None and not any(clock[g] >= c for g, c in observed.get(w.data["seq"], no_obs)):
+                if w is not None and not ordered_after(observed.get(w.data["seq"]), clock):
                     _add(findings, RAW, e, w, buffer, stage, part,
                          f"its issuer had not observed the write of {d['content']} by {w.who} op #{w.op} complete")
                 reads_since_write.append(e)
@@ -63,7 +63,7 @@ def check(result) -> list[Finding]:
                 content = d["content"]
                 for r in reads_since_write:
                     rd = r.data
-                    if rd["content"] != content and not any(clock[g] >= c for g, c in observed.get(rd["seq"], no_obs)):
+                    if rd["content"] != content and not ordered_after(observed.get(rd["seq"]), clock):
                         _add(findings, WAR, e, r, buffer, stage, part,
                              f"its issuer had not observed the read of {rd['content']} by {r.who} op #{r.op} "
                              f"(tile {rd['tile']}) complete")

@@ -1,0 +1,456 @@
+"""Hopper (sm_90a) protocol kernels: the seed's mbarrier / TMA / stage-ring
+protocol with ``wgmma`` as the MMA, built from one :class:`GemmConfig`.
+
+Our GPU is an H200, where ``tcgen05`` does not exist.  These kernels keep the
+seed's protocol op for op and stand ``wgmma.wait_group 0`` followed by one
+thread's ``mbarrier.arrive`` in for ``tcgen05.commit`` (DEVICE.md, "Hopper
+specifics") -- the same port the simulator's H200 builders emit, so one config
+means the same schedule on both sides.
+
+Steps (``STEPS``):
+
+``v2``/``v3``  thread copies into one SMEM stage, ``cta_sync``, MMA, wait on ``mma_bar``
+               (v2: one output tile; v3: the 2-D grid -- the code is the same);
+``v4``         TMA loads with ``arrive.expect_tx`` on ``tma_bar``, load-then-wait,
+               TMA store drained with ``cp.async.bulk.wait_group 0``;
+``v5``         a ``PIPE_DEPTH`` ring of stages with prefetch;
+``v6``         persistent CTAs walking tiles in L2-group order around the v5 loop,
+               phases reset per tile (the seed) or carried (the fix);
+``ws``         warp-specialized and persistent: one TMA producer warp and one wgmma
+               consumer warpgroup hand stages over through full/empty barriers.
+
+Bug knobs are compile-time (each variant is its own binary); delay knobs and the
+watchdog budget are kernel arguments, so one binary serves every delay.
+
+Every wait is bounded (:func:`_macros` ``bounded_wait``): after
+``timeout_cycles`` it writes one timeout record (which barrier, which role,
+which iteration) to ``diag`` and the thread stops waiting *and stops issuing
+arrivals and copies*, so a hung protocol ends as a clean ``timeout`` rather than
+a hang or a fault.  Threads keep executing the warpgroup-collective ``wgmma``
+and barrier syncs so the warpgroup stays converged.  A thread whose wait has
+lasted a sixteenth of the budget also polls ``diag[0]``: once any thread timed
+out, the whole grid drains within about one budget.  The poll is off the fast
+path (normal waits end long before), so correct runs pay nothing for it.
+
+``diag`` (int32[DIAG_WORDS]) layout is :data:`DIAG_FIELDS`; ``trace``
+(int64[TRACE_CAP, 4]) holds ``(event, k, clock64, tile)`` rows of CTA 0 when the
+kernel is built with ``trace=True`` (:data:`TRACE_EVENTS`).
+"""
+
+from __future__ import annotations
+
+from tvm.script import tirx as T
+
+from .spec import DIAG_WORDS, TRACE_CAP, KernelSpec, check, grid_ctas, stages
+
+
+def build(spec: KernelSpec):
+    """The ``@T.prim_func`` for ``spec`` (not compiled)."""
+    check(spec.step, spec.config)
+    return _kernel(spec)
+
+
+
+
+# ----------------------------------------------------------------------------- the kernel
+
+# Swizzle mode 3 = CU_TENSOR_MAP_SWIZZLE_128B in both the tensor map and the wgmma
+# descriptor encoder (tvm.backend.cuda.cpp.descriptors); a 64-element fp16 row is
+# exactly one 128-byte swizzle span, and 8 rows (1024 bytes) are one swizzle atom,
+# hence the descriptor's stride-byte offset of 1024 / 16 = 64.
+SWIZZLE_128B = 3
+SWIZZLE_NONE = 0
+DESC_SBO = 1024 // 16
+STORE_BAR = 1  # named barrier for the MMA warpgroup's epilogue (bar 0 is __syncthreads)
+
+
+def _kernel(spec: KernelSpec):
+    cfg = spec.config
+    STEP = spec.step
+    M, N, K = cfg.M, cfg.N, cfg.K
+    BM, BN, BK = cfg.BLK_M, cfg.BLK_N, cfg.BLK_K
+    KT = cfg.k_tiles
+    PIPE = stages(STEP, cfg)
+    ACC = BN // 2  # fp32 accumulator registers per thread for one m64 half
+    NUM_M, NUM_TILES = cfg.m_tiles, cfg.m_tiles * cfg.n_tiles
+    CTAS = grid_ctas(STEP, cfg)
+    THREADS = 160 if STEP == "ws" else 128
+    TMA = STEP not in ("v2", "v3")
+    PERSISTENT = STEP in ("v6", "ws")
+    TX_BYTES = cfg.stage_bytes + cfg.expect_tx_delta
+    # Persistent tile order: TIRx ClusterPersistentScheduler2D's group-major walk,
+    # the same function as protosim.builders.seed_gemm.persistent_tiles.
+    GROUP = cfg.l2_group_size
+    FULL_GROUPS = NUM_M // GROUP
+    TAIL = max(NUM_M - FULL_GROUPS * GROUP, 1)
+    SPAN = GROUP * cfg.n_tiles
+    # bug knobs, as compile-time constants
+    FLIP_MMA = not cfg.skip_mma_phase_flip
+    RESET = cfg.reset_phase_per_tile
+    EACH_WARP = cfg.tma_issuer == "each_warp"
+    WRONG_TMA = 1 if cfg.wait_parity_flip == "tma" else 0
+    WRONG_MMA = 1 if cfg.wait_parity_flip == "mma" else 0
+    STORE_WAIT = not cfg.skip_store_wait
+    TRACE = spec.trace
+    POLL_SHIFT = 4  # a wait older than budget/16 also polls the grid-wide abort flag
+
+    @T.prim_func
+    def kernel(
+        A: T.Buffer((M, K), "float16"),
+        B: T.Buffer((N, K), "float16"),
+        D: T.Buffer((M, N), "float16"),
+        diag: T.Buffer((DIAG_WORDS,), "int32"),
+        trace: T.Buffer((TRACE_CAP, 4), "int64"),
+        timeout_cycles: T.int64,
+        producer_delay_ns: T.int32,
+        consumer_delay_ns: T.int32,
+        lag_warp: T.int32,
+        lag_ns: T.int32,
+    ):
+        A_map: T.let[T.handle("tensormap")] = T.tvm_stack_alloca("tensormap", 1)
+        B_map: T.let[T.handle("tensormap")] = T.tvm_stack_alloca("tensormap", 1)
+        D_map: T.let[T.handle("tensormap")] = T.tvm_stack_alloca("tensormap", 1)
+        if TMA:
+            # (inner dim, outer dim, outer stride bytes, box inner, box outer,
+            #  element strides, interleave, swizzle, L2 promotion, OOB fill)
+            T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "float16", 2, A.data, K, M, K * 2, BK, BM, 1, 1, 0, SWIZZLE_128B, 0, 0)
+            T.call_packed("runtime.cuTensorMapEncodeTiled", B_map, "float16", 2, B.data, K, N, K * 2, BK, BN, 1, 1, 0, SWIZZLE_128B, 0, 0)
+            T.call_packed("runtime.cuTensorMapEncodeTiled", D_map, "float16", 2, D.data, N, M, N * 2, BN, BM, 1, 1, 0, SWIZZLE_NONE, 0, 0)
+        T.device_entry()
+        bx = T.cta_id([CTAS])
+        tx = T.thread_id([THREADS])
+
+        pool = T.SMEMPool()
+        full_bar = pool.alloc((PIPE,), "uint64", align=8)   # the seed's tma_bar[stage]
+        mma_bar = pool.alloc((1,), "uint64", align=8)
+        empty_bar = pool.alloc((PIPE,), "uint64", align=8)  # ws only: stage released by the MMA
+        pool.move_base_to(1024)
+        Asmem = pool.alloc((PIPE, BM, BK), "float16")
+        Bsmem = pool.alloc((PIPE, BN, BK), "float16")
+        Dsmem = pool.alloc((BM, BN), "float16")
+        pool.commit()
+
+        acc = T.alloc_buffer((2 * ACC,), "float32", scope="local")
+        descA: T.uint64
+        descB: T.uint64
+        ok = T.local_scalar("uint32")
+        t0 = T.local_scalar("int64")
+        elapsed = T.local_scalar("int64")
+        aborted = T.local_scalar("int32")
+        phase_tma = T.local_scalar("int32")
+        phase_mma = T.local_scalar("int32")
+        phase_empty = T.local_scalar("int32")
+        stage = T.local_scalar("int32")
+        kc = T.local_scalar("int32")       # k-tiles this thread has started, over all its tiles
+        tile_no = T.local_scalar("int32")
+        t = T.local_scalar("int32")
+        m_idx = T.local_scalar("int32")
+        n_idx = T.local_scalar("int32")
+        row = T.local_scalar("int32")
+        aborted = 0
+        kc = 0
+        tile_no = 0
+        stage = 0
+        phase_tma = 0
+        phase_mma = 0
+        phase_empty = 1  # a producer's first wait on a fresh empty barrier passes (parity 1 = "the phase before")
+        warp = T.meta_var(tx // 32)
+        lane = T.meta_var(tx % 32)
+
+        if tx == 0:
+            for s in T.serial(PIPE):
+                T.ptx.mbarrier.init.shared.b64(T.address_of(full_bar[s]), T.uint32(1))
+                T.ptx.mbarrier.init.shared.b64(T.address_of(empty_bar[s]), T.uint32(1))
+            T.ptx.mbarrier.init.shared.b64(T.address_of(mma_bar[0]), T.uint32(1))
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.cuda.cta_sync()
+
+        # ------------------------------------------------------------ inline pieces
+        @T.inline
+        def bounded_wait(bar_addr, parity, bar_kind, bar_index, role):
+            # try_wait.parity in a loop with a clock64 deadline, never an unbounded spin.
+            # The first probe is outside the loop: a satisfied wait reads no clock.
+            if aborted == 0:
+                T.ptx.mbarrier.try_wait.parity.shared.b64(ok, bar_addr, T.uint32(parity))
+                if ok == T.uint32(0):
+                    t0 = T.cast(T.cuda.clock64(), "int64")
+                    while ok == T.uint32(0) and aborted == 0:
+                        T.ptx.mbarrier.try_wait.parity.shared.b64(ok, bar_addr, T.uint32(parity))
+                        if ok == T.uint32(0):
+                            elapsed = T.cast(T.cuda.clock64(), "int64") - t0
+                            if elapsed > timeout_cycles:
+                                aborted = 1
+                                if T.cuda.atomic_add(T.address_of(diag[0]), 1) == 0:
+                                    diag[1] = bar_kind
+                                    diag[2] = bar_index
+                                    diag[3] = role
+                                    diag[4] = kc
+                                    diag[5] = tile_no
+                                    diag[6] = parity
+                                    diag[7] = bx
+                                    diag[8] = tx
+                            elif elapsed > (timeout_cycles >> POLL_SHIFT):
+                                if T.cuda.atomic_add(T.address_of(diag[0]), 0) != 0:
+                                    aborted = 1
+
+        @T.inline
+        def lag():
+            if lag_ns > 0:
+                if warp == lag_warp:
+                    T.cuda.nano_sleep(T.cast(lag_ns, "uint64"))
+
+        @T.inline
+        def record(event):
+            if TRACE:
+                if bx == 0 and tx % 128 == 0:  # thread 0 of the MMA warpgroup, lane 0 of the producer
+                    row = T.cuda.atomic_add(T.address_of(diag[9]), 1)
+                    if row < TRACE_CAP:
+                        trace[row, 0] = T.int64(event)
+                        trace[row, 1] = T.cast(kc, "int64")
+                        trace[row, 2] = T.cast(T.cuda.clock64(), "int64")
+                        trace[row, 3] = T.cast(tile_no, "int64")
+
+        @T.inline
+        def tma_load(st, kk):
+            # One k-tile of A and B into stage st, then arrive.expect_tx: the seed's tma_load.
+            if aborted == 0:
+                if producer_delay_ns > 0:
+                    T.cuda.nano_sleep(T.cast(producer_delay_ns, "uint64"))
+                record(1)
+                T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
+                    T.address_of(Asmem[st, 0, 0]), T.address_of(A_map), kk * BK, m_idx * BM, T.address_of(full_bar[st]))
+                T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
+                    T.address_of(Bsmem[st, 0, 0]), T.address_of(B_map), kk * BK, n_idx * BN, T.address_of(full_bar[st]))
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(T.address_of(full_bar[st]), T.uint32(TX_BYTES))
+
+        @T.inline
+        def tma_issuer_load(st, kk):
+            # tid == 0 (one issuer) or elect-one-per-warp (four issuers: the seed's warning)
+            if EACH_WARP:
+                if lane == 0:
+                    tma_load(st, kk)
+            else:
+                if tx == 0:
+                    tma_load(st, kk)
+
+        @T.inline
+        def zero_acc():
+            for i in T.unroll(2 * ACC):
+                acc[i] = T.float32(0)
+
+        @T.inline
+        def wgmma_stage(st):
+            # 128 x BN x 64 as 2 (m64 halves) x 4 (k16 steps) wgmma on 128B-swizzled,
+            # K-major tiles; a k16 step advances the start address by 32 bytes.
+            if consumer_delay_ns > 0:
+                if tx == 0:
+                    T.cuda.nano_sleep(T.cast(consumer_delay_ns, "uint64"))
+            record(3)
+            T.ptx.wgmma.fence.sync.aligned()
+            for h in T.unroll(2):
+                for kk in T.unroll(BK // 16):
+                    T.cuda.wgmma.encode_matrix_descriptor(T.address_of(descA), T.address_of(Asmem[st, h * 64, kk * 16]), 1, DESC_SBO, SWIZZLE_128B)
+                    T.cuda.wgmma.encode_matrix_descriptor(T.address_of(descB), T.address_of(Bsmem[st, 0, kk * 16]), 1, DESC_SBO, SWIZZLE_128B)
+                    T.ptx[f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.f16.f16"](
+                        *[acc[h * ACC + i] for i in range(ACC)], descA, descB, T.bool(True), 1, 1, 0, 0)
+            T.ptx.wgmma.commit_group.sync.aligned()
+            T.ptx.wgmma.wait_group.sync.aligned(0)
+            record(4)
+
+        @T.inline
+        def mma_and_commit(st):
+            # Hopper's tcgen05.commit: wait_group 0, then one thread arrives on mma_bar.
+            wgmma_stage(st)
+            if tx == 0:
+                if aborted == 0:
+                    T.ptx.mbarrier.arrive.shared.b64(T.address_of(mma_bar[0]))
+
+        @T.inline
+        def thread_copy(kk):
+            # v2/v3: every thread copies its share of A and B into the 128B-swizzled layout
+            # the descriptors name: 16-byte chunk j of row r lands at chunk j ^ (r % 8).
+            for i in T.serial(BM * BK // 128):
+                e = T.meta_var(i * 128 + tx)
+                r = T.meta_var(e // BK)
+                c = T.meta_var(e % BK)
+                Asmem[0, r, ((c // 8) ^ (r % 8)) * 8 + c % 8] = A[m_idx * BM + r, kk * BK + c]
+            for i in T.serial(BN * BK // 128):
+                e = T.meta_var(i * 128 + tx)
+                r = T.meta_var(e // BK)
+                c = T.meta_var(e % BK)
+                Bsmem[0, r, ((c // 8) ^ (r % 8)) * 8 + c % 8] = B[n_idx * BN + r, kk * BK + c]
+            # generic-proxy writes read by wgmma (async proxy)
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.cuda.cta_sync()
+
+        @T.inline
+        def store_direct():
+            # m64nNk16 accumulator fragment: register 4i+{0,1} at row warp*16 + lane/4,
+            # columns 8i + 2*(lane%4) + {0,1}; registers 4i+{2,3} eight rows lower.
+            for h in T.unroll(2):
+                for i in T.unroll(ACC // 4):
+                    r = T.meta_var(m_idx * BM + h * 64 + warp * 16 + lane // 4)
+                    c = T.meta_var(n_idx * BN + i * 8 + (lane % 4) * 2)
+                    D[r, c] = T.cast(acc[h * ACC + i * 4], "float16")
+                    D[r, c + 1] = T.cast(acc[h * ACC + i * 4 + 1], "float16")
+                    D[r + 8, c] = T.cast(acc[h * ACC + i * 4 + 2], "float16")
+                    D[r + 8, c + 1] = T.cast(acc[h * ACC + i * 4 + 3], "float16")
+
+        @T.inline
+        def store_tma():
+            # registers -> Dsmem -> one thread's TMA store, drained before Dsmem is reused.
+            T.cuda.warpgroup_sync(STORE_BAR)  # the previous tile's store has been drained
+            for h in T.unroll(2):
+                for i in T.unroll(ACC // 4):
+                    r = T.meta_var(h * 64 + warp * 16 + lane // 4)
+                    c = T.meta_var(i * 8 + (lane % 4) * 2)
+                    Dsmem[r, c] = T.cast(acc[h * ACC + i * 4], "float16")
+                    Dsmem[r, c + 1] = T.cast(acc[h * ACC + i * 4 + 1], "float16")
+                    Dsmem[r + 8, c] = T.cast(acc[h * ACC + i * 4 + 2], "float16")
+                    Dsmem[r + 8, c + 1] = T.cast(acc[h * ACC + i * 4 + 3], "float16")
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.cuda.warpgroup_sync(STORE_BAR)
+            if tx == 0:
+                if aborted == 0:
+                    record(5)
+                    T.ptx["cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"](
+                        T.address_of(D_map), n_idx * BN, m_idx * BM, T.address_of(Dsmem[0, 0]))
+                    T.ptx.cp.async_.bulk.commit_group()
+                    if STORE_WAIT:
+                        T.ptx.cp.async_.bulk.wait_group(0)
+                    record(6)
+            T.cuda.warpgroup_sync(STORE_BAR)
+
+        @T.inline
+        def tile_coords():
+            if PERSISTENT:
+                m_idx = T.if_then_else(
+                    t < FULL_GROUPS * SPAN,
+                    (t // SPAN) * GROUP + (t % SPAN) % GROUP,
+                    FULL_GROUPS * GROUP + (t - FULL_GROUPS * SPAN) % TAIL)
+                n_idx = T.if_then_else(
+                    t < FULL_GROUPS * SPAN,
+                    (t % SPAN) // GROUP,
+                    (t - FULL_GROUPS * SPAN) // TAIL)
+            else:
+                m_idx = t % NUM_M
+                n_idx = t // NUM_M
+
+        @T.inline
+        def ring_k_loop():
+            # The seed's step-5 loop for one tile, from the ring's current position.
+            if RESET:
+                stage = 0
+                phase_tma = 0
+                phase_mma = 0
+            for s in T.serial(min(PIPE, KT)):
+                tma_issuer_load((stage + s) % PIPE, s)
+            for k in T.serial(KT):
+                lag()
+                bounded_wait(T.address_of(full_bar[stage]), phase_tma ^ WRONG_TMA, 1, stage, 0)
+                record(2)
+                mma_and_commit(stage)
+                lag()
+                bounded_wait(T.address_of(mma_bar[0]), phase_mma ^ WRONG_MMA, 2, 0, 0)
+                if FLIP_MMA:
+                    phase_mma = phase_mma ^ 1
+                if k + PIPE < KT:
+                    tma_issuer_load(stage, k + PIPE)
+                stage = stage + 1
+                if stage == PIPE:
+                    stage = 0
+                    phase_tma = phase_tma ^ 1
+                kc = kc + 1
+
+        # ------------------------------------------------------------ the steps
+        t = bx
+        if STEP == "v2" or STEP == "v3":
+            tile_coords()
+            zero_acc()
+            for k in T.serial(KT):
+                thread_copy(k)
+                mma_and_commit(0)
+                lag()
+                bounded_wait(T.address_of(mma_bar[0]), phase_mma ^ WRONG_MMA, 2, 0, 0)
+                if FLIP_MMA:
+                    phase_mma = phase_mma ^ 1
+                kc = kc + 1
+                T.cuda.cta_sync()  # nobody overwrites the stage before every warp's wgmma read it
+            store_direct()
+        if STEP == "v4":
+            tile_coords()
+            zero_acc()
+            for k in T.serial(KT):
+                tma_issuer_load(0, k)
+                lag()
+                bounded_wait(T.address_of(full_bar[0]), phase_tma ^ WRONG_TMA, 1, 0, 0)
+                record(2)
+                mma_and_commit(0)
+                lag()
+                bounded_wait(T.address_of(mma_bar[0]), phase_mma ^ WRONG_MMA, 2, 0, 0)
+                phase_tma = phase_tma ^ 1
+                if FLIP_MMA:
+                    phase_mma = phase_mma ^ 1
+                kc = kc + 1
+            store_tma()
+        if STEP == "v5":
+            tile_coords()
+            zero_acc()
+            ring_k_loop()
+            store_tma()
+        if STEP == "v6":
+            while t < NUM_TILES:
+                tile_coords()
+                zero_acc()
+                ring_k_loop()
+                store_tma()
+                T.cuda.cta_sync()
+                t = t + CTAS
+                tile_no = tile_no + 1
+        if STEP == "ws":
+            if warp == 4:
+                # TMA producer warp: wait until the MMA released a stage, refill it.
+                while t < NUM_TILES:
+                    tile_coords()
+                    if RESET:
+                        stage = 0
+                        phase_empty = 1
+                    for k in T.serial(KT):
+                        bounded_wait(T.address_of(empty_bar[stage]), phase_empty ^ WRONG_MMA, 3, stage, 1)
+                        if lane == 0:
+                            tma_load(stage, k)
+                        stage = stage + 1
+                        if stage == PIPE:
+                            stage = 0
+                            if FLIP_MMA:
+                                phase_empty = phase_empty ^ 1
+                        kc = kc + 1
+                    t = t + CTAS
+                    tile_no = tile_no + 1
+            else:
+                # MMA warpgroup: wait for a full stage, multiply, release it; epilogue per tile.
+                while t < NUM_TILES:
+                    tile_coords()
+                    if RESET:
+                        stage = 0
+                        phase_tma = 0
+                    zero_acc()
+                    for k in T.serial(KT):
+                        lag()
+                        bounded_wait(T.address_of(full_bar[stage]), phase_tma ^ WRONG_TMA, 1, stage, 0)
+                        record(2)
+                        wgmma_stage(stage)
+                        if tx == 0:
+                            if aborted == 0:
+                                T.ptx.mbarrier.arrive.shared.b64(T.address_of(empty_bar[stage]))
+                        stage = stage + 1
+                        if stage == PIPE:
+                            stage = 0
+                            phase_tma = phase_tma ^ 1
+                        kc = kc + 1
+                    store_tma()
+                    t = t + CTAS
+                    tile_no = tile_no + 1
+        T.cuda.cta_sync()
+
+    return kernel

@@ -1,0 +1,124 @@
+"""Named batches of silicon runs: which kernels to build and how to launch each.
+
+A plan is data (a list of :class:`Job`): the builder compiles the distinct
+kernels it names, the GPU runner executes its launches.  Expectations are *not*
+part of a plan -- what a run should show is the simulator's business (issue #4);
+a plan only says what to run.  ``may_fault`` only decides whether a launch gets
+its own process (a fault poisons the CUDA context for the rest of the process,
+DEVICE.md), so guessing it wrong costs time, never a wrong record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from protosim.config import GemmConfig
+
+from .spec import KernelSpec
+
+NO_DELAY = {"producer_delay_ns": 0, "consumer_delay_ns": 0, "lag_warp": 1, "lag_ns": 0}
+# ~20 us before each TMA issue made a phase bug's early return deterministic on the H200 (DEVICE.md).
+PRODUCER_DELAY = {**NO_DELAY, "producer_delay_ns": 20_000}
+CONSUMER_DELAY = {**NO_DELAY, "consumer_delay_ns": 20_000}
+
+
+@dataclass(frozen=True)
+class Job:
+    """Run ``spec`` ``launches`` times with ``delays``; ``kind`` is ``outcome`` or ``bench``."""
+
+    spec: KernelSpec
+    delays: dict = field(default_factory=lambda: dict(NO_DELAY))
+    launches: int = 3
+    kind: str = "outcome"
+    may_fault: bool = False
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["spec"] = {"step": self.spec.step, "config": self.spec.config.to_dict(), "trace": self.spec.trace}
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Job:
+        s = d["spec"]
+        spec = KernelSpec(s["step"], GemmConfig.from_dict(s["config"]), s.get("trace", False))
+        return cls(spec, dict(d["delays"]), d["launches"], d["kind"], d["may_fault"])
+
+
+def _cfg(**kw) -> GemmConfig:
+    return GemmConfig(arch="h200", **kw)
+
+
+# Shapes: small enough that a timeout costs little, large enough that every CTA of
+# a persistent grid gets several tiles (2048^2 = 256 tiles on 132 CTAs).
+ONE_TILE = dict(M=128, N=128, K=1024)
+GRID = dict(M=1024, N=1024, K=1024)
+PERSIST_EVEN = dict(M=2048, N=2048, K=1024)   # K_TILES = 16: every barrier used an even number of times per tile
+PERSIST_ODD = dict(M=2048, N=2048, K=1088)    # K_TILES = 17: odd
+BIG = dict(M=4096, N=4096, K=4096)
+
+
+def correct_jobs() -> list[Job]:
+    specs = [
+        KernelSpec("v2", _cfg(**ONE_TILE)),
+        KernelSpec("v3", _cfg(**GRID)),
+        KernelSpec("v4", _cfg(**GRID)),
+        KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2)),
+        KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=4)),
+        KernelSpec("v6", _cfg(**PERSIST_EVEN, PIPE_DEPTH=2)),
+        KernelSpec("v6", _cfg(**PERSIST_ODD, PIPE_DEPTH=2)),            # carried phases: odd K is fine
+        KernelSpec("v6", _cfg(**PERSIST_EVEN, PIPE_DEPTH=2, reset_phase_per_tile=True)),  # the seed, precondition holds
+        KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4)),
+        KernelSpec("ws", _cfg(**PERSIST_ODD, PIPE_DEPTH=4)),
+    ]
+    jobs = []
+    for spec in specs:
+        jobs.append(Job(spec, NO_DELAY))
+        jobs.append(Job(spec, PRODUCER_DELAY))
+        jobs.append(Job(spec, CONSUMER_DELAY))
+    return jobs
+
+
+def bug_jobs() -> list[Job]:
+    bugs = [
+        KernelSpec("v2", _cfg(**ONE_TILE, skip_mma_phase_flip=True)),
+        KernelSpec("v4", _cfg(**GRID, skip_mma_phase_flip=True)),
+        KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2, skip_mma_phase_flip=True)),
+        KernelSpec("v6", _cfg(**PERSIST_ODD, PIPE_DEPTH=2, reset_phase_per_tile=True)),   # the seed's K_TILES precondition broken
+        KernelSpec("ws", _cfg(**PERSIST_ODD, PIPE_DEPTH=4, reset_phase_per_tile=True)),
+        KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2, tma_issuer="each_warp")),
+        KernelSpec("v4", _cfg(**GRID, expect_tx_delta=1024)),
+        KernelSpec("v4", _cfg(**GRID, expect_tx_delta=-1024)),
+        KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2, wait_parity_flip="tma")),
+        KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2, wait_parity_flip="mma")),
+        KernelSpec("v6", _cfg(**PERSIST_EVEN, PIPE_DEPTH=2, skip_store_wait=True)),
+        KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4, skip_mma_phase_flip=True)),
+        KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4, wait_parity_flip="tma")),
+        KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4, wait_parity_flip="mma")),
+    ]
+    jobs = []
+    for spec in bugs:
+        # Arrivals beyond the pending count and tx-counts out of range trap (DEVICE.md).
+        fault = spec.config.tma_issuer == "each_warp" or spec.config.expect_tx_delta < 0
+        jobs.append(Job(spec, NO_DELAY, may_fault=fault))
+        jobs.append(Job(spec, PRODUCER_DELAY, may_fault=fault))
+    return jobs
+
+
+def bench_jobs() -> list[Job]:
+    return [Job(KernelSpec(step, _cfg(**BIG, PIPE_DEPTH=depth)), NO_DELAY, launches=1, kind="bench")
+            for step, depth in (("v4", 1), ("v5", 2), ("v5", 4), ("v6", 2), ("v6", 4), ("ws", 4))]
+
+
+def trace_jobs() -> list[Job]:
+    return [Job(KernelSpec(step, _cfg(**GRID, PIPE_DEPTH=2), trace=True), NO_DELAY, launches=1)
+            for step in ("v4", "v5")] + [Job(KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4), trace=True), NO_DELAY, launches=1)]
+
+
+PLANS = {
+    "smoke": lambda: [Job(KernelSpec("v4", _cfg(**GRID)), NO_DELAY, launches=1)],
+    "correct": correct_jobs,
+    "bugs": bug_jobs,
+    "bench": bench_jobs,
+    "trace": trace_jobs,
+    "silicon": lambda: correct_jobs() + trace_jobs() + bench_jobs() + bug_jobs(),
+}

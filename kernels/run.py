@@ -1,0 +1,317 @@
+"""Run a bundle's jobs on the GPU and append one JSON line per launch.
+
+    python -m kernels.run --bundle .gpu --out results.jsonl
+
+The parent process never touches CUDA.  It hands the job list to a child
+process that runs the launches in order and appends a record after each; a
+kernel fault ("unspecified launch failure") poisons the CUDA context for the
+rest of a process (DEVICE.md), so the child records the fault and exits, and
+the parent starts a fresh child at the next launch.  Jobs marked ``may_fault``
+get a child of their own per launch.  A child that outlives ``--child-timeout``
+is killed and its launch recorded as a host-side ``timeout``.
+
+Every launch draws fresh random inputs (never zeros) and fills D with NaN, so a
+tile nobody wrote is wrong; the reference is fp32 through torch.  Outcomes:
+``correct``; ``wrong`` (which output tiles, their relative error); ``timeout``
+(the kernel's watchdog record: barrier, role, iteration); ``fault``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .spec import BARRIER_NAMES, DIAG_FIELDS, DIAG_WORDS, ROLE_NAMES, TRACE_CAP, TRACE_EVENTS, grid_ctas
+
+REL_TOL = 1e-2
+"""A tile is wrong when max|D - ref| > REL_TOL * max|ref| over the tile (fp16 output
+rounding is ~5e-4 relative; a stale or missing k-tile moves a tile by >> 1%)."""
+DEFAULT_TIMEOUT_CYCLES = 100_000_000  # ~50 ms at the H200's 1.98 GHz boost clock: >> any correct wait here
+
+
+# ----------------------------------------------------------------------------- child side
+
+
+def _setup_runtime(bundle: Path):
+    """Runtime-only tvm (DEVICE.md): CUDA through torch first, then tvm, then the CUDA runtime library."""
+    import torch
+
+    torch.zeros(1, device="cuda")
+    os.environ["TVM_USE_RUNTIME_LIB"] = "1"
+    import tvm
+
+    ctypes.CDLL(str(Path(tvm.__file__).parent / "lib" / "libtvm_runtime_cuda.so"), mode=ctypes.RTLD_GLOBAL)
+    return torch, tvm
+
+
+def environment() -> dict:
+    import torch
+
+    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+        env["driver"] = out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
+    except (OSError, subprocess.TimeoutExpired):
+        env["driver"] = None
+    try:
+        from importlib.metadata import version
+
+        env["tvm_ffi"] = version("apache-tvm-ffi")
+    except Exception:
+        env["tvm_ffi"] = None
+    return env
+
+
+def _tile_errors(torch, d, ref, bm: int, bn: int) -> tuple[list[list[int]], float]:
+    """Per output tile relative error; returns (wrong tiles as [m, n], worst relative error)."""
+    m_tiles, n_tiles = d.shape[0] // bm, d.shape[1] // bn
+    diff = (d.float() - ref).abs().reshape(m_tiles, bm, n_tiles, bn)
+    scale = ref.abs().reshape(m_tiles, bm, n_tiles, bn).amax(dim=(1, 3)).clamp_min(1e-6)
+    err = diff.amax(dim=(1, 3)) / scale
+    err = torch.where(torch.isfinite(err), err, torch.full_like(err, float("inf")))
+    bad = (err > REL_TOL).nonzero().tolist()
+    return [[int(m), int(n)] for m, n in bad], float(err.max())
+
+
+def _trace_summary(torch, trace, rows: int, clock_ghz: float | None) -> dict:
+    rows = min(rows, TRACE_CAP)
+    t = trace[:rows].cpu().tolist()
+    counts: dict[str, int] = {}
+    for ev, *_ in t:
+        counts[TRACE_EVENTS.get(int(ev), str(ev))] = counts.get(TRACE_EVENTS.get(int(ev), str(ev)), 0) + 1
+    by = {}
+    for ev, k, clk, tile in t:
+        by.setdefault((int(ev), int(k), int(tile)), clk)
+
+    def mean_gap(a: int, b: int) -> float | None:
+        gaps = [by[(b, k, tl)] - c for (e, k, tl), c in by.items() if e == a and (b, k, tl) in by]
+        return round(sum(gaps) / len(gaps), 1) if gaps else None
+
+    clocks = [c for _, _, c, _ in t]
+    return {
+        "rows": rows,
+        "events": counts,
+        "span_cycles": (max(clocks) - min(clocks)) if clocks else 0,
+        "mean_cycles": {"mma_issue_to_done": mean_gap(3, 4), "store_issue_to_done": mean_gap(5, 6)},
+        "rows_raw": t[:512],  # CTA 0's first events, for comparing timing with the simulator
+    }
+
+
+def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int) -> dict:
+    cfg = job["spec"]["config"]
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    seed = int.from_bytes(os.urandom(4), "little")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16, generator=g)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16, generator=g)
+    d = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    diag = torch.zeros(DIAG_WORDS, device="cuda", dtype=torch.int32)
+    trace = torch.zeros(TRACE_CAP, 4, device="cuda", dtype=torch.int64)
+    delays = job["delays"]
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    record = {"launch": launch, "seed": seed, "timeout_cycles": timeout_cycles}
+    try:
+        start.record()
+        fn(a, b, d, diag, trace, timeout_cycles, delays["producer_delay_ns"], delays["consumer_delay_ns"], delays["lag_warp"], delays["lag_ns"])
+        end.record()
+        torch.cuda.synchronize()
+    except Exception as exc:  # the launch or its synchronisation failed: the kernel faulted
+        record.update(outcome="fault", fault=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        return record
+    record["elapsed_ms"] = round(start.elapsed_time(end), 4)
+    words = diag.cpu().tolist()
+    ref = a.float() @ b.float().T
+    wrong, worst = _tile_errors(torch, d, ref, cfg["BLK_M"], cfg["BLK_N"])
+    record["max_rel_err"] = worst if worst != float("inf") else "inf"
+    record["wrong_tiles"] = wrong
+    record["tiles"] = (M // cfg["BLK_M"]) * (N // cfg["BLK_N"])
+    if words[0]:
+        w = dict(zip(DIAG_FIELDS, words[: len(DIAG_FIELDS)], strict=True))
+        record["outcome"] = "timeout"
+        record["timeout"] = {"barrier": BARRIER_NAMES.get(w["barrier"], w["barrier"]), "stage": w["stage"],
+                             "role": ROLE_NAMES.get(w["role"], w["role"]), "k": w["k"], "tile": w["tile"],
+                             "parity": w["parity"], "cta": w["cta"], "thread": w["thread"], "threads_timed_out": w["timeouts"]}
+    else:
+        record["outcome"] = "wrong" if wrong else "correct"
+    if job["spec"]["trace"]:
+        record["trace"] = _trace_summary(torch, trace, words[DIAG_FIELDS.index("trace_rows")], None)
+    return record
+
+
+def run_bench(torch, fn, job: dict, reps: int = 20) -> dict:
+    """TFLOP/s of the kernel and of torch.matmul on the same inputs, from one process."""
+    cfg = job["spec"]["config"]
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    d = torch.empty(M, N, device="cuda", dtype=torch.float16)
+    diag = torch.zeros(DIAG_WORDS, device="cuda", dtype=torch.int32)
+    trace = torch.zeros(TRACE_CAP, 4, device="cuda", dtype=torch.int64)
+
+    def ours():
+        fn(a, b, d, diag, trace, DEFAULT_TIMEOUT_CYCLES, 0, 0, 1, 0)
+
+    def theirs():
+        torch.matmul(a, b.T)
+
+    def timed(f) -> float:
+        for _ in range(3):
+            f()
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(reps):
+            f()
+        e.record()
+        torch.cuda.synchronize()
+        return s.elapsed_time(e) / reps
+
+    ms_ours, ms_torch = timed(ours), timed(theirs)
+    ref = a.float() @ b.float().T
+    wrong, worst = _tile_errors(torch, d, ref, cfg["BLK_M"], cfg["BLK_N"])
+    flop = 2 * M * N * K
+    return {"launch": 0, "outcome": "wrong" if wrong or diag[0].item() else "correct", "max_rel_err": worst,
+            "bench": {"ms": round(ms_ours, 4), "tflops": round(flop / ms_ours / 1e9, 1), "torch_ms": round(ms_torch, 4),
+                      "torch_tflops": round(flop / ms_torch / 1e9, 1), "ratio_vs_torch": round(ms_torch / ms_ours, 3), "reps": reps}}
+
+
+def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: int, meta: dict) -> int:
+    torch, tvm = _setup_runtime(bundle)
+    meta = {**meta, **environment(), "tvm": getattr(tvm, "__version__", None)}
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    loaded: dict[str, object] = {}
+    with out.open("a") as f:
+        for job_index, launch in tasks:
+            job = manifest[job_index]
+            if job["so"] not in loaded:
+                loaded[job["so"]] = tvm.runtime.load_module(str(bundle / job["so"]))["main"]
+            fn = loaded[job["so"]]
+            if job["kind"] == "bench":
+                rec = run_bench(torch, fn, job)
+            else:
+                rec = run_launch(torch, fn, job, launch, timeout_cycles)
+            full = {"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta, "job": job_index,
+                    "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
+                    "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
+                    "grid_ctas": grid_ctas(job["spec"]["step"], _cfg(job["spec"]["config"])), **rec}
+            f.write(json.dumps(full) + "\n")
+            f.flush()
+            if rec["outcome"] == "fault":
+                return 3  # the context is poisoned: the parent starts a fresh child at the next task
+    return 0
+
+
+def _cfg(d: dict):
+    from protosim.config import GemmConfig
+
+    return GemmConfig.from_dict(d)
+
+
+def _knobs(d: dict) -> dict:
+    return _cfg(d).bug_knobs
+
+
+# ----------------------------------------------------------------------------- parent side
+
+
+def plan_tasks(manifest: list[dict], only: str | None) -> list[list[list[int]]]:
+    """Group launches into child processes: one batch for everything that should not
+    fault, one child per launch for jobs that may."""
+    batch: list[list[int]] = []
+    alone: list[list[list[int]]] = []
+    for i, job in enumerate(manifest):
+        if only and only not in job["name"]:
+            continue
+        for launch in range(job["launches"]):
+            (alone.append([[i, launch]]) if job["may_fault"] else batch.append([i, launch]))
+    return ([batch] if batch else []) + alone
+
+
+def _records_for(out: Path) -> set[tuple[int, int]]:
+    if not out.exists():
+        return set()
+    done = set()
+    for line in out.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            done.add((r["job"], r["launch"]))
+    return done
+
+
+def parent_main(args) -> int:
+    bundle = args.bundle
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    groups = plan_tasks(manifest, args.only)
+    total = sum(len(g) for g in groups)
+    print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups", flush=True)
+    meta = {"commit": args.commit}
+    done_before = len(_records_for(args.out))
+    for group in groups:
+        remaining = list(group)
+        while remaining:
+            cmd = [sys.executable, "-m", "kernels.run", "--child", "--bundle", str(bundle), "--out", str(args.out),
+                   "--timeout-cycles", str(args.timeout_cycles), "--tasks", json.dumps(remaining), "--meta", json.dumps(meta)]
+            try:
+                subprocess.run(cmd, timeout=args.child_timeout, check=False)
+            except subprocess.TimeoutExpired:
+                pass
+            done = _records_for(args.out)
+            left = [t for t in remaining if tuple(t) not in done]
+            if left and len(left) == len(remaining):
+                # the child died (or hung) before recording its first task: record it host-side
+                job_index, launch = left[0]
+                job = manifest[job_index]
+                with args.out.open("a") as f:
+                    f.write(json.dumps({"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta,
+                                        "job": job_index, "launch": launch, "kind": job["kind"], "name": job["name"],
+                                        "key": job["key"], "step": job["spec"]["step"], "config": job["spec"]["config"],
+                                        "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
+                                        "outcome": "timeout", "timeout": {"host": f"child process gave no record within {args.child_timeout} s"}}) + "\n")
+                left = left[1:]
+            remaining = left
+            n = len(_records_for(args.out)) - done_before
+            print(f"  {n}/{total} launches recorded", flush=True)
+    summarize(args.out)
+    return 0
+
+
+def summarize(out: Path) -> None:
+    rows: dict[tuple[str, str], list[str]] = {}
+    for line in out.read_text().splitlines():
+        r = json.loads(line)
+        d = r.get("delays", {})
+        delay = ",".join(f"{k}={v}" for k, v in d.items() if k.endswith("_ns") and v) or "none"
+        rows.setdefault((r["name"] + ("" if r["kind"] == "outcome" else " [bench]"), delay), []).append(r["outcome"])
+    width = max(len(n) for n, _ in rows) if rows else 10
+    for (name, delay), outs in rows.items():
+        print(f"{name:<{width}}  {delay:<28} {' '.join(outs)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernels.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bundle", type=Path, default=Path(".gpu"), help="folder made by kernels.build (default .gpu)")
+    ap.add_argument("--out", type=Path, required=True, help="JSON-lines file to append launch records to")
+    ap.add_argument("--only", help="run only jobs whose name contains this")
+    ap.add_argument("--timeout-cycles", type=int, default=DEFAULT_TIMEOUT_CYCLES, help="the kernels' watchdog budget per wait")
+    ap.add_argument("--child-timeout", type=float, default=300.0, help="seconds before a silent child is killed")
+    ap.add_argument("--commit", default=os.environ.get("PROTOSIM_COMMIT", "unknown"), help="git commit the bundle was built from")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--tasks", help=argparse.SUPPRESS)
+    ap.add_argument("--meta", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if not (args.bundle / "manifest.json").exists():
+        ap.error(f"{args.bundle}/manifest.json not found: build the bundle first with `python -m kernels.build --bundle {args.bundle}`")
+    if args.child:
+        return child_main(args.bundle, json.loads(args.tasks), args.out, args.timeout_cycles, json.loads(args.meta))
+    return parent_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

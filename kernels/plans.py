@@ -20,6 +20,7 @@ NO_DELAY = {"producer_delay_ns": 0, "consumer_delay_ns": 0, "lag_warp": 1, "lag_
 # ~20 us before each TMA issue made a phase bug's early return deterministic on the H200 (DEVICE.md).
 PRODUCER_DELAY = {**NO_DELAY, "producer_delay_ns": 20_000}
 CONSUMER_DELAY = {**NO_DELAY, "consumer_delay_ns": 20_000}
+LAG_DELAY = {**NO_DELAY, "lag_warp": 1, "lag_ns": 20_000}
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,26 @@ def correct_jobs() -> list[Job]:
         jobs.append(Job(spec, NO_DELAY))
         jobs.append(Job(spec, PRODUCER_DELAY))
         jobs.append(Job(spec, CONSUMER_DELAY))
-    return jobs
+    return jobs + lag_jobs()
+
+
+def lag_jobs() -> list[Job]:
+    """One warp of the MMA warpgroup sleeps before each of its barrier waits."""
+    specs = [
+        KernelSpec("v4", _cfg(**GRID)),
+        KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2)),
+        KernelSpec("v6", _cfg(**PERSIST_EVEN, PIPE_DEPTH=2)),
+        KernelSpec("v6", _cfg(**PERSIST_EVEN, PIPE_DEPTH=2, reset_phase_per_tile=True)),
+        KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4)),
+    ]
+    return [Job(spec, LAG_DELAY) for spec in specs]
+
+
+def store_race_jobs() -> list[Job]:
+    """skip_store_wait where the race has a chance: one k-tile per output tile, so
+    the next epilogue rewrites Dsmem ~a thousand cycles after the store was issued."""
+    spec = KernelSpec("v6", _cfg(M=2048, N=2048, K=64, PIPE_DEPTH=1, skip_store_wait=True))
+    return [Job(spec, NO_DELAY, launches=5), Job(spec, CONSUMER_DELAY, launches=3)]
 
 
 def bug_jobs() -> list[Job]:
@@ -101,7 +121,7 @@ def bug_jobs() -> list[Job]:
         fault = spec.config.tma_issuer == "each_warp" or spec.config.expect_tx_delta < 0
         jobs.append(Job(spec, NO_DELAY, may_fault=fault))
         jobs.append(Job(spec, PRODUCER_DELAY, may_fault=fault))
-    return jobs
+    return jobs + store_race_jobs()
 
 
 def bench_jobs() -> list[Job]:
@@ -120,5 +140,6 @@ PLANS = {
     "bugs": bug_jobs,
     "bench": bench_jobs,
     "trace": trace_jobs,
+    "extra": lambda: lag_jobs() + store_race_jobs(),
     "silicon": lambda: correct_jobs() + trace_jobs() + bench_jobs() + bug_jobs(),
 }

@@ -108,6 +108,7 @@ def bug_jobs() -> list[Job]:
         KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2, tma_issuer="each_warp")),
         KernelSpec("v4", _cfg(**GRID, expect_tx_delta=1024)),
         KernelSpec("v4", _cfg(**GRID, expect_tx_delta=-1024)),
+        KernelSpec("v4", _cfg(**GRID, wait_parity_flip="tma")),
         KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2, wait_parity_flip="tma")),
         KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2, wait_parity_flip="mma")),
         KernelSpec("v6", _cfg(**PERSIST_EVEN, PIPE_DEPTH=2, skip_store_wait=True)),
@@ -141,5 +142,7 @@ PLANS = {
     "bench": bench_jobs,
     "trace": trace_jobs,
     "extra": lambda: lag_jobs() + store_race_jobs(),
+    "v4-parity": lambda: [j for j in bug_jobs() if j.spec.step == "v4" and j.spec.config.wait_parity_flip == "tma"]
+    + [Job(KernelSpec("v4", _cfg(**GRID, wait_parity_flip="tma")), CONSUMER_DELAY)],
     "silicon": lambda: correct_jobs() + trace_jobs() + bench_jobs() + bug_jobs(),
 }

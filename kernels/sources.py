@@ -1,0 +1,82 @@
+"""Build kernels in child processes and hand back their generated CUDA sources.
+
+Tests and reviewers read the CUDA a kernel lowers to.  A build needs the stub
+``libcuda.so.1`` on ``LD_LIBRARY_PATH`` at process start (toolchain.py), which
+the caller (pytest, say) may not have, so builds run in children started with
+:func:`kernels.toolchain.env_for_subprocess`.
+
+A job is ``{"family": "seed" | "hopper", "step": ..., "config": {...}, "trace": bool}``:
+``seed`` is the article's Blackwell steps for sm_100a, ``hopper`` the sm_90a
+protocol kernels.  A failed build yields ``"ERROR: <tvm's message>"`` for that key.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from .toolchain import env_for_subprocess
+
+ROOT = Path(__file__).resolve().parent.parent
+ERROR = "ERROR: "
+
+
+def _build_one(job: dict) -> str:
+    from protosim.config import GemmConfig
+
+    from .toolchain import compile_primfunc, cuda_source
+
+    cfg = GemmConfig.from_dict(job["config"])
+    if job["family"] == "seed":
+        from .seed_sm100 import SEED_STEPS
+
+        return cuda_source(compile_primfunc(SEED_STEPS[job["step"]](cfg), "sm_100a", f"seed {job['step']}"))
+    from . import hopper
+
+    spec = hopper.KernelSpec(job["step"], cfg, job.get("trace", False))
+    return cuda_source(compile_primfunc(hopper.build(spec), "sm_90a", spec.name))
+
+
+def _child(jobs: dict[str, dict], out: Path) -> None:
+    for key, job in jobs.items():
+        t = time.perf_counter()
+        try:
+            (out / f"{key}.cu").write_text(_build_one(job))
+            (out / f"{key}.json").write_text(json.dumps({"seconds": time.perf_counter() - t}))
+        except Exception as exc:  # record tvm's reason for this key and go on with the rest
+            msg = f"{type(exc).__name__}: {exc}"
+            if len(msg) > 6000:  # tvm appends a dump of the script: keep the reason and the end
+                msg = msg[:4500] + "\n[...]\n" + msg[-1500:]
+            (out / f"{key}.err").write_text(msg + "\n" + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
+
+
+def build_in_children(jobs: dict[str, dict], out: Path, workers: int = 2, timeout: float = 600) -> dict[str, str]:
+    """key -> CUDA source (or ``ERROR: ...``), built by ``workers`` children."""
+    out.mkdir(parents=True, exist_ok=True)
+    keys = list(jobs)
+    shares = [keys[i::workers] for i in range(workers) if keys[i::workers]]
+    env = env_for_subprocess()
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "kernels.sources", json.dumps({k: jobs[k] for k in share}), str(out)],
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for share in shares
+    ]
+    logs = [p.communicate(timeout=timeout)[0] for p in procs]
+    result = {}
+    for key in keys:
+        cu, err = out / f"{key}.cu", out / f"{key}.err"
+        if cu.exists():
+            result[key] = cu.read_text()
+        elif err.exists():
+            result[key] = ERROR + err.read_text()
+        else:
+            result[key] = ERROR + "the build child wrote nothing; its output:\n" + "\n".join(logs)[-6000:]
+    return result
+
+
+if __name__ == "__main__":
+    _child(json.loads(sys.argv[1]), Path(sys.argv[2]))

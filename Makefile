@@ -1,23 +1,29 @@
 # Two entry points for a fresh machine; both create .venv once and reuse it.
 #   make demo   -- install protosim and run every built-in scenario (one table)
 #   make test   -- install protosim with test dependencies and run the test suite
-# Also: make bench (benchmarks, prints tables), make slow (long property suites).
+# Also: make bench (benchmarks, prints tables), make slow (long property suites),
+#       make kernels (build the H200 bundle in .gpu/), make silicon (tables of results/silicon).
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test bench slow clean
+.PHONY: demo test bench slow kernels silicon clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $@
 
+# The kernel tests build real TIRx kernels: they need the apache-tvm wheel (~100 MB).
+$(VENV)/.installed-kernels: $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,kernels]'
+	touch $@
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/protosim demo
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-kernels
 	$(PY) -m pytest -q
 
 slow: $(VENV)/.installed
@@ -25,6 +31,12 @@ slow: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_engine.py
+
+kernels: $(VENV)/.installed-kernels
+	$(PY) -m kernels.build --plan silicon --bundle .gpu
+
+silicon: $(VENV)/.installed
+	$(PY) -m kernels.report
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -9,7 +9,7 @@ means the same schedule on both sides.
 
 Steps (``STEPS``):
 
-``v2``/``v3``  thread copies into one SMEM stage, ``cta_sync``, MMA, wait on ``mma_bar``
+``v2``/``v3``  thread copies into one SMEM stage, a barrier, MMA, wait on ``mma_bar``
                (v2: one output tile; v3: the 2-D grid -- the code is the same);
 ``v4``         TMA loads with ``arrive.expect_tx`` on ``tma_bar``, load-then-wait,
                TMA store drained with ``cp.async.bulk.wait_group 0``;
@@ -41,12 +41,17 @@ from __future__ import annotations
 
 from tvm.script import tirx as T
 
+from protosim.config import ConfigError
+
 from .spec import DIAG_WORDS, TRACE_CAP, KernelSpec, check, grid_ctas, stages
 
 
 def build(spec: KernelSpec):
     """The ``@T.prim_func`` for ``spec`` (not compiled)."""
     check(spec.step, spec.config)
+    if spec.trace and (spec.config.bug_knobs.keys() - {"reset_phase_per_tile"} or spec.config.reset_phase_per_tile):
+        # the observer follows the correct, carried phase sequence; a bug's sequence is the thing under test
+        raise ConfigError("trace", f"trace builds time correct protocols; {spec.config.bug_knobs} sets a bug knob")
     return _kernel(spec)
 
 
@@ -62,6 +67,7 @@ SWIZZLE_128B = 3
 SWIZZLE_NONE = 0
 DESC_SBO = 1024 // 16
 STORE_BAR = 1  # named barrier for the MMA warpgroup's epilogue (bar 0 is __syncthreads)
+MMA_SYNC_BAR = 2  # the seed's cta_syncs inside the loops: the 128 MMA threads (a traced build has an observer warp too)
 
 
 def _kernel(spec: KernelSpec):
@@ -74,7 +80,12 @@ def _kernel(spec: KernelSpec):
     ACC = BN // 2  # fp32 accumulator registers per thread for one m64 half
     NUM_M, NUM_TILES = cfg.m_tiles, cfg.m_tiles * cfg.n_tiles
     CTAS = grid_ctas(STEP, cfg)
-    THREADS = 160 if STEP == "ws" else 128
+    # warps 0-3: the MMA warpgroup; ws adds the producer warp 4; a traced build adds one
+    # observer warp that only polls barriers (never arrives) to time phase completions.
+    BASE_THREADS = 160 if STEP == "ws" else 128
+    OBS_WARP = BASE_THREADS // 32
+    THREADS = BASE_THREADS + (32 if spec.trace else 0)
+    CTA0_K_TILES = -(-NUM_TILES // CTAS) * KT  # k-tiles CTA 0 runs (tiles bx, bx + CTAS, ...)
     TMA = STEP not in ("v2", "v3")
     PERSISTENT = STEP in ("v6", "ws")
     TX_BYTES = cfg.stage_bytes + cfg.expect_tx_delta
@@ -200,15 +211,53 @@ def _kernel(spec: KernelSpec):
                     T.cuda.nano_sleep(T.cast(lag_ns, "uint64"))
 
         @T.inline
+        def trace_row(event, k_tile, tile_ordinal):
+            row = T.cuda.atomic_add(T.address_of(diag[9]), 1)
+            if row < TRACE_CAP:
+                trace[row, 0] = T.int64(event)
+                trace[row, 1] = T.cast(k_tile, "int64")
+                trace[row, 2] = T.cast(T.cuda.clock64(), "int64")
+                trace[row, 3] = T.cast(tile_ordinal, "int64")
+
+        @T.inline
         def record(event):
             if TRACE:
                 if bx == 0 and tx % 128 == 0:  # thread 0 of the MMA warpgroup, lane 0 of the producer
-                    row = T.cuda.atomic_add(T.address_of(diag[9]), 1)
-                    if row < TRACE_CAP:
-                        trace[row, 0] = T.int64(event)
-                        trace[row, 1] = T.cast(kc, "int64")
-                        trace[row, 2] = T.cast(T.cuda.clock64(), "int64")
-                        trace[row, 3] = T.cast(tile_no, "int64")
+                    trace_row(event, kc, tile_no)
+
+        @T.inline
+        def observe_wait(bar_addr, parity):
+            # The observer's own bounded wait: it never touches the timeout record, so a
+            # phase it failed to see (lapped) ends its trace (event 99), not the kernel.
+            if aborted == 0:
+                ok = T.uint32(0)
+                t0 = T.cast(T.cuda.clock64(), "int64")
+                while ok == T.uint32(0) and aborted == 0:
+                    T.ptx.mbarrier.try_wait.parity.shared.b64(ok, bar_addr, T.uint32(parity))
+                    if ok == T.uint32(0):
+                        if T.cast(T.cuda.clock64(), "int64") - t0 > timeout_cycles:
+                            aborted = 1
+                            trace_row(99, kc, 0)
+
+        @T.inline
+        def observe():
+            # Lane 0 of the observer warp in CTA 0 follows every barrier phase in protocol
+            # order (carried ring) and records when it completes: when the bytes landed
+            # (full barrier), when the MMA finished (mma_bar) or released its stage (empty).
+            for j in T.serial(CTA0_K_TILES):
+                kc = j
+                if TMA:
+                    observe_wait(T.address_of(full_bar[j % PIPE]), (j // PIPE) % 2)
+                    if aborted == 0:
+                        trace_row(7, j, j // KT)
+                if STEP == "ws":
+                    observe_wait(T.address_of(empty_bar[j % PIPE]), (j // PIPE) % 2)
+                    if aborted == 0:
+                        trace_row(9, j, j // KT)
+                else:
+                    observe_wait(T.address_of(mma_bar[0]), j % 2)
+                    if aborted == 0:
+                        trace_row(8, j, j // KT)
 
         @T.inline
         def tma_load(st, kk):
@@ -216,7 +265,9 @@ def _kernel(spec: KernelSpec):
             if aborted == 0:
                 if producer_delay_ns > 0:
                     T.cuda.nano_sleep(T.cast(producer_delay_ns, "uint64"))
-                record(1)
+                if TRACE:
+                    if bx == 0 and tx % 128 == 0:
+                        trace_row(1, tile_no * KT + kk, tile_no)  # the k-tile being loaded (prefetches run ahead of kc)
                 T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
                     T.address_of(Asmem[st, 0, 0]), T.address_of(A_map), kk * BK, m_idx * BM, T.address_of(full_bar[st]))
                 T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
@@ -281,7 +332,7 @@ def _kernel(spec: KernelSpec):
                 Bsmem[0, r, ((c // 8) ^ (r % 8)) * 8 + c % 8] = B[n_idx * BN + r, kk * BK + c]
             # generic-proxy writes read by wgmma (async proxy)
             T.ptx.fence.proxy.async_.shared__cta()
-            T.cuda.cta_sync()
+            T.cuda.warpgroup_sync(MMA_SYNC_BAR)  # the seed's cta_sync: all of the MMA warpgroup
 
         @T.inline
         def store_direct():
@@ -364,7 +415,10 @@ def _kernel(spec: KernelSpec):
 
         # ------------------------------------------------------------ the steps
         t = bx
-        if STEP == "v2" or STEP == "v3":
+        if TRACE:
+            if warp == OBS_WARP and lane == 0 and bx == 0:
+                observe()
+        if (STEP == "v2" or STEP == "v3") and warp < 4:
             tile_coords()
             zero_acc()
             for k in T.serial(KT):
@@ -375,9 +429,8 @@ def _kernel(spec: KernelSpec):
                 if FLIP_MMA:
                     phase_mma = phase_mma ^ 1
                 kc = kc + 1
-                T.cuda.cta_sync()  # nobody overwrites the stage before every warp's wgmma read it
             store_direct()
-        if STEP == "v4":
+        if STEP == "v4" and warp < 4:
             tile_coords()
             zero_acc()
             for k in T.serial(KT):
@@ -393,18 +446,18 @@ def _kernel(spec: KernelSpec):
                     phase_mma = phase_mma ^ 1
                 kc = kc + 1
             store_tma()
-        if STEP == "v5":
+        if STEP == "v5" and warp < 4:
             tile_coords()
             zero_acc()
             ring_k_loop()
             store_tma()
-        if STEP == "v6":
+        if STEP == "v6" and warp < 4:
             while t < NUM_TILES:
                 tile_coords()
                 zero_acc()
                 ring_k_loop()
                 store_tma()
-                T.cuda.cta_sync()
+                T.cuda.warpgroup_sync(MMA_SYNC_BAR)  # the seed's end-of-tile cta_sync
                 t = t + CTAS
                 tile_no = tile_no + 1
         if STEP == "ws":
@@ -427,7 +480,7 @@ def _kernel(spec: KernelSpec):
                         kc = kc + 1
                     t = t + CTAS
                     tile_no = tile_no + 1
-            else:
+            if warp < 4:
                 # MMA warpgroup: wait for a full stage, multiply, release it; epilogue per tile.
                 while t < NUM_TILES:
                     tile_coords()

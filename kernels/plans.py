@@ -131,8 +131,12 @@ def bench_jobs() -> list[Job]:
 
 
 def trace_jobs() -> list[Job]:
-    return [Job(KernelSpec(step, _cfg(**GRID, PIPE_DEPTH=2), trace=True), NO_DELAY, launches=1)
-            for step in ("v4", "v5")] + [Job(KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4), trace=True), NO_DELAY, launches=1)]
+    """One launch of each step with CTA 0 traced (issue, land, wait return, MMA done)."""
+    specs = [KernelSpec("v2", _cfg(**ONE_TILE), trace=True), KernelSpec("v4", _cfg(**GRID), trace=True),
+             KernelSpec("v5", _cfg(**GRID, PIPE_DEPTH=2), trace=True),
+             KernelSpec("v6", _cfg(**PERSIST_EVEN, PIPE_DEPTH=2), trace=True),
+             KernelSpec("ws", _cfg(**PERSIST_EVEN, PIPE_DEPTH=4), trace=True)]
+    return [Job(spec, NO_DELAY, launches=3) for spec in specs]
 
 
 PLANS = {

@@ -79,18 +79,19 @@ def _tile_errors(torch, d, ref, bm: int, bn: int) -> tuple[list[list[int]], floa
     return [[int(m), int(n)] for m, n in bad], float(err.max())
 
 
-def _trace_summary(torch, trace, rows: int, clock_ghz: float | None) -> dict:
+def _trace_summary(torch, trace, rows: int) -> dict:
+    """Counts per event and mean gaps (cycles) between paired events of the same k-tile."""
     rows = min(rows, TRACE_CAP)
-    t = trace[:rows].cpu().tolist()
+    t = [[int(x) for x in row] for row in trace[:rows].cpu().tolist()]
     counts: dict[str, int] = {}
-    for ev, *_ in t:
-        counts[TRACE_EVENTS.get(int(ev), str(ev))] = counts.get(TRACE_EVENTS.get(int(ev), str(ev)), 0) + 1
-    by = {}
-    for ev, k, clk, tile in t:
-        by.setdefault((int(ev), int(k), int(tile)), clk)
+    first: dict[tuple[int, int], int] = {}
+    for ev, k, clk, _tile in t:
+        name = TRACE_EVENTS.get(ev, str(ev))
+        counts[name] = counts.get(name, 0) + 1
+        first.setdefault((ev, k), clk)
 
     def mean_gap(a: int, b: int) -> float | None:
-        gaps = [by[(b, k, tl)] - c for (e, k, tl), c in by.items() if e == a and (b, k, tl) in by]
+        gaps = [first[(b, k)] - c for (e, k), c in first.items() if e == a and (b, k) in first]
         return round(sum(gaps) / len(gaps), 1) if gaps else None
 
     clocks = [c for _, _, c, _ in t]
@@ -98,8 +99,15 @@ def _trace_summary(torch, trace, rows: int, clock_ghz: float | None) -> dict:
         "rows": rows,
         "events": counts,
         "span_cycles": (max(clocks) - min(clocks)) if clocks else 0,
-        "mean_cycles": {"mma_issue_to_done": mean_gap(3, 4), "store_issue_to_done": mean_gap(5, 6)},
-        "rows_raw": t[:512],  # CTA 0's first events, for comparing timing with the simulator
+        "mean_cycles": {
+            "tma_issue_to_load_complete": mean_gap(1, 7),
+            "load_complete_to_wait_return": mean_gap(7, 2),
+            "mma_issue_to_done": mean_gap(3, 4),
+            "mma_issue_to_mma_complete": mean_gap(3, 8),
+            "mma_issue_to_stage_released": mean_gap(3, 9),
+            "store_issue_to_done": mean_gap(5, 6),
+        },
+        "rows_raw": t[:1024],  # CTA 0's events (event, k, clock64, tile) for timing comparisons with the simulator
     }
 
 
@@ -141,7 +149,7 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int) -> dict:
     else:
         record["outcome"] = "wrong" if wrong else "correct"
     if job["spec"]["trace"]:
-        record["trace"] = _trace_summary(torch, trace, words[DIAG_FIELDS.index("trace_rows")], None)
+        record["trace"] = _trace_summary(torch, trace, words[DIAG_FIELDS.index("trace_rows")])
     return record
 
 

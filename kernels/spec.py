@@ -31,7 +31,12 @@ DIAG_FIELDS = (
 BARRIER_NAMES = {1: "tma_bar", 2: "mma_bar", 3: "empty_bar"}
 ROLE_NAMES = {0: "mma", 1: "producer"}
 TRACE_CAP = 4096
-TRACE_EVENTS = {1: "tma_issue", 2: "load_wait_return", 3: "mma_issue", 4: "mma_done", 5: "store_issue", 6: "store_done"}
+TRACE_EVENTS = {
+    # thread 0 of the MMA warpgroup (lane 0 of the producer warp in ws)
+    1: "tma_issue", 2: "load_wait_return", 3: "mma_issue", 4: "mma_done", 5: "store_issue", 6: "store_done",
+    # the observer warp: when a barrier phase completed
+    7: "load_complete", 8: "mma_complete", 9: "stage_released", 99: "observer_lost_phase",
+}
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,8 @@ def test_tma_from_v4_and_stores_drained(built, step):
     assert (calls(b, TMA_STORE) == 1) == tma
     assert (calls(b, BULK_WAIT) == 1) == tma
     if not tma:
-        assert "__syncthreads" in b or "cta_sync" in b  # thread copies are published by a CTA barrier
+        # thread copies are published to the wgmma by a barrier over the MMA warpgroup
+        assert "tvm_builtin_cuda_warpgroup_sync(2)" in b
 
 
 @pytest.mark.parametrize("step", ("v2", "v3", "v4", "v5", "v6"))
@@ -158,6 +159,24 @@ def test_trace_only_when_asked(built):
     assert "trace_ptr[" not in body(source(built, "v5"))
     b = body(source(built, "v5-trace"))
     assert "trace_ptr[" in b and "atomic_add((&(diag_ptr[9]))" in b
+
+
+def test_trace_adds_an_observer_warp_that_never_arrives(built):
+    plain, traced = source(built, "v5"), source(built, "v5-trace")
+    assert "__launch_bounds__(128)" in plain and "__launch_bounds__(160)" in traced
+    # same arrivals as the untraced kernel: the observer only polls
+    assert calls(body(traced), ARRIVE) == calls(body(plain), ARRIVE)
+    assert calls(body(traced), ARRIVE_TX) == calls(body(plain), ARRIVE_TX)
+    for event in (7, 8):  # load_complete, mma_complete
+        assert f"= (int64_t){event};" in body(traced)
+
+
+def test_trace_of_a_bug_is_refused():
+    from kernels import hopper
+
+    with pytest.raises(ConfigError) as err:
+        hopper.build(KernelSpec("v5", GemmConfig(arch="h200", **dict(GRID, skip_mma_phase_flip=True)), trace=True))
+    assert err.value.field == "trace"
 
 
 @pytest.mark.parametrize("step, cfg, field", [

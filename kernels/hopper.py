@@ -84,7 +84,7 @@ def _kernel(spec: KernelSpec):
     # observer warp that only polls barriers (never arrives) to time phase completions.
     BASE_THREADS = 160 if STEP == "ws" else 128
     OBS_WARP = BASE_THREADS // 32
-    THREADS = BASE_THREADS + (32 if spec.trace else 0)
+    THREADS = BASE_THREADS + (64 if spec.trace else 0)  # observers: one for loads, one for MMA completions
     CTA0_K_TILES = -(-NUM_TILES // CTAS) * KT  # k-tiles CTA 0 runs (tiles bx, bx + CTAS, ...)
     TMA = STEP not in ("v2", "v3")
     PERSISTENT = STEP in ("v6", "ws")
@@ -158,6 +158,7 @@ def _kernel(spec: KernelSpec):
         m_idx = T.local_scalar("int32")
         n_idx = T.local_scalar("int32")
         row = T.local_scalar("int32")
+        stamp = T.local_scalar("int64")
         aborted = 0
         kc = 0
         tile_no = 0
@@ -212,11 +213,12 @@ def _kernel(spec: KernelSpec):
 
         @T.inline
         def trace_row(event, k_tile, tile_ordinal):
+            stamp = T.cast(T.cuda.clock64(), "int64")  # before the row's global atomic (~hundreds of cycles)
             row = T.cuda.atomic_add(T.address_of(diag[9]), 1)
             if row < TRACE_CAP:
                 trace[row, 0] = T.int64(event)
                 trace[row, 1] = T.cast(k_tile, "int64")
-                trace[row, 2] = T.cast(T.cuda.clock64(), "int64")
+                trace[row, 2] = stamp
                 trace[row, 3] = T.cast(tile_ordinal, "int64")
 
         @T.inline
@@ -240,16 +242,22 @@ def _kernel(spec: KernelSpec):
                             trace_row(99, kc, 0)
 
         @T.inline
-        def observe():
-            # Lane 0 of the observer warp in CTA 0 follows every barrier phase in protocol
-            # order (carried ring) and records when it completes: when the bytes landed
-            # (full barrier), when the MMA finished (mma_bar) or released its stage (empty).
+        def observe_loads():
+            # Lane 0 of the first observer warp in CTA 0 follows the full barriers' phases
+            # in ring order (carried) and records when each completed: the bytes landed.
             for j in T.serial(CTA0_K_TILES):
                 kc = j
-                if TMA:
-                    observe_wait(T.address_of(full_bar[j % PIPE]), (j // PIPE) % 2)
-                    if aborted == 0:
-                        trace_row(7, j, j // KT)
+                observe_wait(T.address_of(full_bar[j % PIPE]), (j // PIPE) % 2)
+                if aborted == 0:
+                    trace_row(7, j, j // KT)
+
+        @T.inline
+        def observe_completions():
+            # The second observer: when each MMA's arrival completed mma_bar's phase (or,
+            # in ws, the empty barrier's: the stage was released).  Loads run ahead of the
+            # MMA by up to PIPE_DEPTH stages, hence one observer per sequence.
+            for j in T.serial(CTA0_K_TILES):
+                kc = j
                 if STEP == "ws":
                     observe_wait(T.address_of(empty_bar[j % PIPE]), (j // PIPE) % 2)
                     if aborted == 0:
@@ -416,8 +424,10 @@ def _kernel(spec: KernelSpec):
         # ------------------------------------------------------------ the steps
         t = bx
         if TRACE:
-            if warp == OBS_WARP and lane == 0 and bx == 0:
-                observe()
+            if TMA and warp == OBS_WARP and lane == 0 and bx == 0:
+                observe_loads()
+            if warp == OBS_WARP + 1 and lane == 0 and bx == 0:
+                observe_completions()
         if (STEP == "v2" or STEP == "v3") and warp < 4:
             tile_coords()
             zero_acc()

@@ -163,7 +163,7 @@ def test_trace_only_when_asked(built):
 
 def test_trace_adds_an_observer_warp_that_never_arrives(built):
     plain, traced = source(built, "v5"), source(built, "v5-trace")
-    assert "__launch_bounds__(128)" in plain and "__launch_bounds__(160)" in traced
+    assert "__launch_bounds__(128)" in plain and "__launch_bounds__(192)" in traced
     # same arrivals as the untraced kernel: the observer only polls
     assert calls(body(traced), ARRIVE) == calls(body(plain), ARRIVE)
     assert calls(body(traced), ARRIVE_TX) == calls(body(plain), ARRIVE_TX)

@@ -86,6 +86,7 @@ def _kernel(spec: KernelSpec):
     OBS_WARP = BASE_THREADS // 32
     THREADS = BASE_THREADS + (64 if spec.trace else 0)  # observers: one for loads, one for MMA completions
     CTA0_K_TILES = -(-NUM_TILES // CTAS) * KT  # k-tiles CTA 0 runs (tiles bx, bx + CTAS, ...)
+    TRACE_QUARTER = TRACE_CAP // 4
     TMA = STEP not in ("v2", "v3")
     PERSISTENT = STEP in ("v6", "ws")
     TX_BYTES = cfg.stage_bytes + cfg.expect_tx_delta
@@ -159,6 +160,7 @@ def _kernel(spec: KernelSpec):
         n_idx = T.local_scalar("int32")
         row = T.local_scalar("int32")
         stamp = T.local_scalar("int64")
+        row_end = T.local_scalar("int32")
         aborted = 0
         kc = 0
         tile_no = 0
@@ -168,6 +170,10 @@ def _kernel(spec: KernelSpec):
         phase_empty = 1  # a producer's first wait on a fresh empty barrier passes (parity 1 = "the phase before")
         warp = T.meta_var(tx // 32)
         lane = T.meta_var(tx % 32)
+        # trace rows: thread 0 | producer lane 0 (ws) | load observer | completion observer
+        if TRACE:
+            row = T.if_then_else(tx >= BASE_THREADS, (2 + (tx - BASE_THREADS) // 32) * TRACE_QUARTER, (tx // 128) * TRACE_QUARTER)
+            row_end = row + TRACE_QUARTER
 
         if tx == 0:
             for s in T.serial(PIPE):
@@ -213,13 +219,16 @@ def _kernel(spec: KernelSpec):
 
         @T.inline
         def trace_row(event, k_tile, tile_ordinal):
-            stamp = T.cast(T.cuda.clock64(), "int64")  # before the row's global atomic (~hundreds of cycles)
-            row = T.cuda.atomic_add(T.address_of(diag[9]), 1)
-            if row < TRACE_CAP:
+            # Each tracing thread owns a quarter of the buffer (row .. row_end), so a row
+            # costs one clock read and fire-and-forget stores: no atomic to wait for
+            # between, say, wait_group 0 and the arrive it delays.
+            if row < row_end:
+                stamp = T.cast(T.cuda.clock64(), "int64")
                 trace[row, 0] = T.int64(event)
                 trace[row, 1] = T.cast(k_tile, "int64")
                 trace[row, 2] = stamp
                 trace[row, 3] = T.cast(tile_ordinal, "int64")
+                row = row + 1
 
         @T.inline
         def record(event):

@@ -79,10 +79,11 @@ def _tile_errors(torch, d, ref, bm: int, bn: int) -> tuple[list[list[int]], floa
     return [[int(m), int(n)] for m, n in bad], float(err.max())
 
 
-def _trace_summary(torch, trace, rows: int) -> dict:
+def _trace_summary(torch, trace) -> dict:
     """Counts per event and mean gaps (cycles) between paired events of the same k-tile."""
-    rows = min(rows, TRACE_CAP)
-    t = [[int(x) for x in row] for row in trace[:rows].cpu().tolist()]
+    used = trace[trace[:, 0] != 0]
+    t = [[int(x) for x in row] for row in used.cpu().tolist()]
+    rows = len(t)
     counts: dict[str, int] = {}
     first: dict[tuple[int, int], int] = {}
     for ev, k, clk, _tile in t:
@@ -107,7 +108,7 @@ def _trace_summary(torch, trace, rows: int) -> dict:
             "mma_issue_to_stage_released": mean_gap(3, 9),
             "store_issue_to_done": mean_gap(5, 6),
         },
-        "rows_raw": t[:1024],  # CTA 0's events (event, k, clock64, tile) for timing comparisons with the simulator
+        "rows_raw": sorted(t, key=lambda r: r[2])[:2048],  # CTA 0's events (event, k, clock64, tile) for timing comparisons with the simulator
     }
 
 
@@ -149,7 +150,7 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int) -> dict:
     else:
         record["outcome"] = "wrong" if wrong else "correct"
     if job["spec"]["trace"]:
-        record["trace"] = _trace_summary(torch, trace, words[DIAG_FIELDS.index("trace_rows")])
+        record["trace"] = _trace_summary(torch, trace)
     return record
 
 

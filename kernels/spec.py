@@ -1,7 +1,12 @@
 """What a Hopper protocol kernel is, without tvm: its spec, its limits and the
 layout of the records it writes.  The GPU runner imports this module (the GPU
 machine has only tvm's runtime), the builder imports it too, so both sides read
-``diag`` and ``trace`` the same way."""
+``diag`` and ``trace`` the same way.
+
+``trace`` (int64[TRACE_CAP, 4], zero-filled by the runner) is split in quarters, one
+per tracing thread: thread 0 of the MMA warpgroup, lane 0 of the ws producer, the
+load observer, the completion observer; a row is ``(event, k, clock64, tile)`` and
+event 0 marks an unused row."""
 
 from __future__ import annotations
 
@@ -26,7 +31,6 @@ DIAG_FIELDS = (
     "parity",        # 6: the parity the wait asked for
     "cta",           # 7
     "thread",        # 8
-    "trace_rows",    # 9: rows written to trace
 )
 BARRIER_NAMES = {1: "tma_bar", 2: "mma_bar", 3: "empty_bar"}
 ROLE_NAMES = {0: "mma", 1: "producer"}

@@ -32,7 +32,9 @@ def test_trace_summary_pairs_events_of_the_same_k_tile():
 
     rows = torch.tensor([[1, 0, 100, 0], [1, 1, 150, 0], [7, 0, 700, 0], [7, 1, 900, 0], [2, 0, 720, 0],
                          [3, 0, 730, 0], [4, 0, 1730, 0], [8, 0, 1750, 0]], dtype=torch.int64)
-    s = _trace_summary(torch, rows, len(rows))
+    rows = torch.cat([rows, torch.zeros(4, 4, dtype=torch.int64)])  # unused rows are zero
+    s = _trace_summary(torch, rows)
+    assert s["rows"] == 8
     m = s["mean_cycles"]
     assert m["tma_issue_to_load_complete"] == ((700 - 100) + (900 - 150)) / 2
     assert m["load_complete_to_wait_return"] == 20 and m["mma_issue_to_done"] == 1000 and m["mma_issue_to_mma_complete"] == 1020

@@ -32,7 +32,7 @@ from pathlib import Path
 from protosim.config import ConfigError
 
 from . import toolchain
-from .plans import PLANS, Job
+from .plans import PLANS, Job, load_plan_file
 from .spec import KernelSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -156,6 +156,7 @@ def build_seed_steps(arch: str = "sm_100a") -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernels.build", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plan", default="silicon", help=f"named plan: {', '.join(PLANS)} (default silicon)")
+    ap.add_argument("--plan-file", type=Path, help="a JSON list of jobs ({'spec': {'step', 'config', 'trace'}, 'delays', 'launches', 'kind', 'may_fault'}) instead of --plan")
     ap.add_argument("--bundle", type=Path, default=ROOT / ".gpu", help="folder to prepare for the GPU machine (default .gpu)")
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="content-hash cache of built .so files (default build/kernels)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel compiles (default: all cores)")
@@ -172,12 +173,12 @@ def main(argv: list[str] | None = None) -> int:
             rows = build_seed_steps()
             print(json.dumps(rows, indent=1) if args.json else "\n".join(str(r) for r in rows))
             return 0
-        jobs = PLANS[args.plan]()
+        jobs = load_plan_file(args.plan_file) if args.plan_file else PLANS[args.plan]()
         t = time.perf_counter()
         paths = build_plan(jobs, args.cache, max(1, args.jobs), log)
         if not args.no_bundle:
             write_bundle(jobs, paths, args.bundle, log)
-        summary = {"plan": args.plan, "jobs": len(jobs), "kernels": len(paths), "seconds": round(time.perf_counter() - t, 1),
+        summary = {"plan": str(args.plan_file) if args.plan_file else args.plan, "jobs": len(jobs), "kernels": len(paths), "seconds": round(time.perf_counter() - t, 1),
                    "bundle": None if args.no_bundle else str(args.bundle)}
         print(json.dumps(summary) if args.json else f"done in {summary['seconds']} s")
         return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from protosim.config import GemmConfig
+from protosim.config import ConfigError, GemmConfig
 
 from .spec import KernelSpec
 
@@ -40,9 +40,40 @@ class Job:
 
     @classmethod
     def from_dict(cls, d: dict) -> Job:
+        """A job from its ``to_dict`` form; only ``spec.step`` and ``spec.config`` are required."""
         s = d["spec"]
         spec = KernelSpec(s["step"], GemmConfig.from_dict(s["config"]), s.get("trace", False))
-        return cls(spec, dict(d["delays"]), d["launches"], d["kind"], d["may_fault"])
+        unknown = set(d.get("delays", {})) - set(NO_DELAY)
+        if unknown:
+            raise ConfigError("delays", f"unknown delay knob(s) {sorted(unknown)}; known: {', '.join(NO_DELAY)}")
+        return cls(spec, {**NO_DELAY, **d.get("delays", {})}, d.get("launches", 3), d.get("kind", "outcome"), d.get("may_fault", False))
+
+
+def load_plan_file(path) -> list[Job]:
+    """A JSON list of jobs (``Job.to_dict`` form): what ``--plan-file`` reads.  Errors name
+    the entry and the field."""
+    import json
+    from pathlib import Path
+
+    try:
+        entries = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError("plan-file", f"{path}: {exc}") from exc
+    if not isinstance(entries, list):
+        raise ConfigError("plan-file", f"{path}: expected a JSON list of jobs")
+    jobs = []
+    for i, entry in enumerate(entries):
+        try:
+            job = Job.from_dict(entry)
+            from .spec import check
+
+            check(job.spec.step, job.spec.config)
+        except ConfigError as exc:
+            raise ConfigError(f"plan-file[{i}].{exc.field}", exc.message) from exc
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f"plan-file[{i}]", f"expected {{'spec': {{'step': ..., 'config': {{...}}}}, ...}}; missing {exc}") from exc
+        jobs.append(job)
+    return jobs
 
 
 def _cfg(**kw) -> GemmConfig:

@@ -192,7 +192,11 @@ def run_bench(torch, fn, job: dict, reps: int = 20) -> dict:
 
 
 def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: int, meta: dict) -> int:
-    torch, tvm = _setup_runtime(bundle)
+    try:
+        torch, tvm = _setup_runtime(bundle)
+    except Exception as exc:  # no GPU, no torch, no tvm runtime: say which, run nothing  # noqa: BLE001
+        print(f"kernels.run: cannot start the GPU runtime: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return SETUP_FAILED
     meta = {**meta, **environment(), "tvm": getattr(tvm, "__version__", None)}
     manifest = json.loads((bundle / "manifest.json").read_text())
     loaded: dict[str, object] = {}
@@ -243,15 +247,40 @@ def plan_tasks(manifest: list[dict], only: str | None) -> list[list[list[int]]]:
     return ([batch] if batch else []) + alone
 
 
-def _records_for(out: Path) -> set[tuple[int, int]]:
+def _records_for(out: Path, run_id: str) -> set[tuple[int, int]]:
+    """(job, launch) pairs this run has recorded (the file may hold earlier runs too)."""
     if not out.exists():
         return set()
     done = set()
     for line in out.read_text().splitlines():
         if line.strip():
             r = json.loads(line)
-            done.add((r["job"], r["launch"]))
+            if r.get("run") == run_id:
+                done.add((r["job"], r["launch"]))
     return done
+
+
+def host_environment() -> dict:
+    """Provenance the parent can give without touching CUDA (for records it writes itself)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    env: dict = {"gpu": None, "driver": None, "cuda": None}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=False)
+        if out.stdout.strip():
+            env["gpu"], env["driver"] = (x.strip() for x in out.stdout.splitlines()[0].split(",", 1))
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    for name, dist in (("torch", "torch"), ("tvm_ffi", "apache-tvm-ffi")):
+        try:
+            env[name] = version(dist)
+        except PackageNotFoundError:
+            env[name] = None
+    return env
+
+
+SETUP_FAILED = 4  # the child could not start CUDA / the tvm runtime: nothing will run
 
 
 def parent_main(args) -> int:
@@ -259,42 +288,50 @@ def parent_main(args) -> int:
     manifest = json.loads((bundle / "manifest.json").read_text())
     groups = plan_tasks(manifest, args.only)
     total = sum(len(g) for g in groups)
-    print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups", flush=True)
-    meta = {"commit": args.commit}
-    done_before = len(_records_for(args.out))
+    run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
+    print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id})", flush=True)
+    meta = {"commit": args.commit, "run": run_id}
     for group in groups:
         remaining = list(group)
         while remaining:
             cmd = [sys.executable, "-m", "kernels.run", "--child", "--bundle", str(bundle), "--out", str(args.out),
                    "--timeout-cycles", str(args.timeout_cycles), "--tasks", json.dumps(remaining), "--meta", json.dumps(meta)]
+            host = None
             try:
-                subprocess.run(cmd, timeout=args.child_timeout, check=False)
+                rc = subprocess.run(cmd, timeout=args.child_timeout, check=False).returncode
+                if rc == SETUP_FAILED:
+                    print("kernels.run: the GPU runtime did not start (see the child's message above); nothing was run", file=sys.stderr)
+                    return 2
+                if rc not in (0, 3):
+                    host = ("fault", {"fault": f"the child process died (exit status {rc}) before recording this launch"})
             except subprocess.TimeoutExpired:
-                pass
-            done = _records_for(args.out)
+                host = ("timeout", {"timeout": {"host": f"the child process gave no record within {args.child_timeout} s and was killed"}})
+            done = _records_for(args.out, run_id)
             left = [t for t in remaining if tuple(t) not in done]
             if left and len(left) == len(remaining):
-                # the child died (or hung) before recording its first task: record it host-side
+                # nothing recorded: the launch in progress hung or killed its process
+                outcome, evidence = host or ("fault", {"fault": "the child process exited without recording this launch"})
                 job_index, launch = left[0]
                 job = manifest[job_index]
                 with args.out.open("a") as f:
                     f.write(json.dumps({"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta,
-                                        "job": job_index, "launch": launch, "kind": job["kind"], "name": job["name"],
-                                        "key": job["key"], "step": job["spec"]["step"], "config": job["spec"]["config"],
-                                        "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
-                                        "outcome": "timeout", "timeout": {"host": f"child process gave no record within {args.child_timeout} s"}}) + "\n")
+                                        **host_environment(), "tvm": None, "job": job_index, "launch": launch, "kind": job["kind"],
+                                        "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
+                                        "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]),
+                                        "delays": job["delays"], "outcome": outcome, **evidence}) + "\n")
                 left = left[1:]
             remaining = left
-            n = len(_records_for(args.out)) - done_before
-            print(f"  {n}/{total} launches recorded", flush=True)
-    summarize(args.out)
+            print(f"  {len(_records_for(args.out, run_id))}/{total} launches recorded", flush=True)
+    summarize(args.out, run_id)
     return 0
 
 
-def summarize(out: Path) -> None:
+def summarize(out: Path, run_id: str) -> None:
     rows: dict[tuple[str, str], list[str]] = {}
     for line in out.read_text().splitlines():
         r = json.loads(line)
+        if r.get("run") != run_id:
+            continue
         d = r.get("delays", {})
         delay = ",".join(f"{k}={v}" for k, v in d.items() if k.endswith("_ns") and v) or "none"
         rows.setdefault((r["name"] + ("" if r["kind"] == "outcome" else " [bench]"), delay), []).append(r["outcome"])

@@ -67,3 +67,19 @@ def test_guard_names_the_fix_when_the_stub_is_missing(monkeypatch):
 def test_unknown_plan_is_a_usage_error():
     out = subprocess.run([sys.executable, "-m", "kernels.build", "--plan", "nope"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and "unknown plan 'nope'" in out.stderr
+
+
+def test_plan_file_builds_what_it_lists_and_names_a_bad_entry(tmp_path):
+    good = [{"spec": {"step": "v4", "config": {"arch": "h200", "M": 256, "N": 256, "K": 256, "expect_tx_delta": 16}},
+             "delays": {"producer_delay_ns": 5000}}]
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(good))
+    cmd = [sys.executable, "-m", "kernels.build", "--plan-file", str(plan), "--cache", str(tmp_path / "c"), "--bundle", str(tmp_path / "b"), "--json"]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert len(manifest) == 1 and manifest[0]["delays"]["producer_delay_ns"] == 5000
+    assert manifest[0]["spec"]["config"]["expect_tx_delta"] == 16 and (tmp_path / "b" / manifest[0]["so"]).exists()
+    plan.write_text(json.dumps(good + [{"spec": {"step": "v2", "config": {"arch": "h200", "M": 256}}}]))
+    bad = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "plan-file[1].M" in bad.stderr

@@ -92,3 +92,20 @@ def test_plan_filter_selects_by_name(only):
     manifest = [dict(j.to_dict(), name=j.spec.name) for j in jobs]
     picked = {manifest[i]["name"] for g in plan_tasks(manifest, only) for i, _ in g}
     assert picked and all(only in name for name in picked)
+
+
+@pytest.mark.skipif(Path("/dev/nvidia0").exists(), reason="a machine with a GPU would really run the job")
+def test_runner_without_a_gpu_says_so_and_records_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    job = PLANS["smoke"]()[0]
+    (bundle / "manifest.json").write_text(json.dumps([dict(job.to_dict(), name=job.spec.name, key=job.spec.key, so="kernels/x.so")]))
+    out = tmp_path / "r.jsonl"
+    res = subprocess.run([sys.executable, "-m", "kernels.run", "--bundle", str(bundle), "--out", str(out)],
+                         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2
+    assert "cannot start the GPU runtime" in res.stderr and "nothing was run" in res.stderr
+    assert not out.exists() or out.read_text() == ""

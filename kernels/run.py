@@ -59,11 +59,11 @@ def environment() -> dict:
         env["driver"] = out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
     except (OSError, subprocess.TimeoutExpired):
         env["driver"] = None
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
         env["tvm_ffi"] = version("apache-tvm-ffi")
-    except Exception:
+    except PackageNotFoundError:
         env["tvm_ffi"] = None
     return env
 
@@ -131,7 +131,7 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int) -> dict:
         fn(a, b, d, diag, trace, timeout_cycles, delays["producer_delay_ns"], delays["consumer_delay_ns"], delays["lag_warp"], delays["lag_ns"])
         end.record()
         torch.cuda.synchronize()
-    except Exception as exc:  # the launch or its synchronisation failed: the kernel faulted
+    except Exception as exc:  # noqa: BLE001  (any error from the launch or its synchronisation is the kernel's fault)
         record.update(outcome="fault", fault=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
         return record
     record["elapsed_ms"] = round(start.elapsed_time(end), 4)
@@ -194,7 +194,7 @@ def run_bench(torch, fn, job: dict, reps: int = 20) -> dict:
 def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: int, meta: dict) -> int:
     try:
         torch, tvm = _setup_runtime(bundle)
-    except Exception as exc:  # no GPU, no torch, no tvm runtime: say which, run nothing  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001  (no GPU, no torch, no tvm runtime: say which, run nothing)
         print(f"kernels.run: cannot start the GPU runtime: {type(exc).__name__}: {exc}", file=sys.stderr)
         return SETUP_FAILED
     meta = {**meta, **environment(), "tvm": getattr(tvm, "__version__", None)}

@@ -18,6 +18,7 @@ if shutil.which("nvcc") is None:
     pytest.skip("nvcc is not on PATH: the CUDA toolkit is needed to build sm_90a kernels", allow_module_level=True)
 
 from kernel_sources import body, source
+
 from kernels.sources import build_in_children
 from kernels.spec import KernelSpec, check, smem_bytes
 from protosim.config import ConfigError, GemmConfig

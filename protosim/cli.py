@@ -7,6 +7,9 @@ Commands:
   demo            run every built-in scenario and print one table
   schedule FILE   print the schedule a scenario builds, as JSON
   profile ARCH    print an architecture profile with the source of each number
+  trace FILE -o OUT.json    the nominal replay as a Perfetto / chrome://tracing trace
+  plot FILE -o OUT.png      a Gantt chart of one CTA, first finding marked (needs matplotlib)
+  report FILE -o OUT.html   one self-contained page: verdict, story, timing, timeline
 
 Exit status: 0 = ran and agrees (with the scenario's [expect], or no findings when it
 declares none); 1 = findings or a disagreement; 2 = bad input (one line on stderr).
@@ -17,6 +20,7 @@ Examples:
   protosim run scenarios/v5_ring.toml --runs 100 --max-stall 5000 --slack
   protosim run scenarios/v6_full_chip_h200.toml --json > verdict.json
   protosim explain scenarios/v6_reset_phase_odd_k.toml
+  protosim trace scenarios/v2_no_phase_flip.toml -o v2.json   # open in https://ui.perfetto.dev
 """
 
 from __future__ import annotations
@@ -85,6 +89,24 @@ def _parser() -> argparse.ArgumentParser:
 
     pr = sub.add_parser("profile", help="print an architecture profile with sources")
     pr.add_argument("arch", help=f"one of: {', '.join(available())}")
+
+    def view_args(sp: argparse.ArgumentParser, suffix: str) -> None:
+        sp.add_argument("file", type=Path)
+        sp.add_argument("-o", "--out", type=Path, required=True, help=f"output file ({suffix})")
+        sp.add_argument("--max-ctas", type=int, default=8,
+                        help="CTAs to keep in full detail: those with findings first, then the lowest indices (default 8)")
+
+    t = sub.add_parser("trace", help="write the nominal replay as Chrome trace-event JSON (Perfetto, chrome://tracing)",
+                       description="Replay FILE once and write its timeline as Chrome trace-event JSON: a process per CTA, "
+                                   "a track per warp and unit, barrier counters, flows from the op that completed a phase "
+                                   "to the waits it released, findings as instant events with their evidence. Open it in "
+                                   "https://ui.perfetto.dev or chrome://tracing.")
+    view_args(t, ".json")
+    pl = sub.add_parser("plot", help="draw one CTA's timeline as a PNG Gantt chart (needs matplotlib)")
+    view_args(pl, ".png")
+    pl.add_argument("--cta", type=int, help="which CTA (default: the one with the first finding, else the first)")
+    rp = sub.add_parser("report", help="write one self-contained HTML page: verdict, explanation, timing, timeline")
+    view_args(rp, ".html")
     return p
 
 
@@ -99,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         _parser().print_help()
         return 2
     try:
+        if getattr(args, "max_ctas", 1) < 1:
+            return _fail(f"--max-ctas {args.max_ctas}: must be >= 1")
         for name in ("runs", "max_stall", "seed"):
             value = getattr(args, name, None)
             if value is not None and value < (1 if name == "runs" else 0):
@@ -170,8 +194,60 @@ def _cmd_profile(args) -> int:
     return 0
 
 
+def _nominal_timeline(args):
+    """Replay the scenario once; its verdict, raw result and timeline."""
+    from protosim.explain import primary
+    from protosim.timeline import build_timeline
+    from protosim.verdict import judge
+
+    scenario = load_scenario(args.file)
+    verdict, result = judge(scenario.build())
+    timeline = build_timeline(result, verdict.findings, verdict.outcome.summary(), max_ctas=args.max_ctas,
+                              first=primary(verdict.findings))
+    return scenario, verdict, result, timeline
+
+
+def _written(path: Path, what: str, note: str) -> int:
+    size = path.stat().st_size
+    print(f"wrote {path} ({size / 1e6:.2f} MB): {what}" + (f"; {note}" if note else ""))
+    return 0
+
+
+def _cmd_trace(args) -> int:
+    import json
+
+    from protosim.views.trace import to_trace_events
+
+    _, _, _, tl = _nominal_timeline(args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w") as f:
+        json.dump(to_trace_events(tl), f, separators=(",", ":"))
+    return _written(args.out, "open it in https://ui.perfetto.dev or chrome://tracing", tl.note)
+
+
+def _cmd_plot(args) -> int:
+    from protosim.views.plot import PlotError, plot
+
+    _, _, _, tl = _nominal_timeline(args)
+    try:
+        plot(tl, args.out, cta=args.cta)
+    except PlotError as e:
+        return _fail(str(e))
+    return _written(args.out, f"CTA {args.cta if args.cta is not None else 'of the first finding'}", tl.note)
+
+
+def _cmd_report(args) -> int:
+    from protosim.views.html import render
+
+    scenario, verdict, result, tl = _nominal_timeline(args)
+    page = render(tl, verdict, explain(verdict, result, title=scenario.name), title=scenario.name)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(page, encoding="utf-8")
+    return _written(args.out, "a self-contained page (no network needed)", tl.note)
+
+
 _COMMANDS = {"run": _cmd_run, "explain": _cmd_explain, "demo": _cmd_demo, "schedule": _cmd_schedule,
-             "profile": _cmd_profile}
+             "profile": _cmd_profile, "trace": _cmd_trace, "plot": _cmd_plot, "report": _cmd_report}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -225,6 +225,55 @@ class SmemStore(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CpAsync(Op):
+    """``cp.async`` global -> shared by each executing warp (Triton's
+    ``ttg.async_copy_global_to_local``): asynchronous; it joins the warp's open
+    cp.async group, which ``CpAsyncCommit`` closes and ``CpAsyncWait`` waits for."""
+
+    kind: ClassVar[str] = "cp_async"
+    bytes: int
+    dst: Access
+    src: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpAsyncCommit(Op):
+    """``cp.async.commit_group`` (``ttg.async_commit_group``)."""
+
+    kind: ClassVar[str] = "cp_async_commit"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CpAsyncWait(Op):
+    """``cp.async.wait_group n`` (``ttg.async_wait {num = n}``): at most ``n`` of the
+    warp's committed groups may still be in flight when it returns."""
+
+    kind: ClassVar[str] = "cp_async_wait"
+    n: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LocalLoad(Op):
+    """Shared memory -> registers by each executing warp (``ttg.local_load``, lowered to
+    ``ldmatrix`` / ``ld.shared``); synchronous for the warp."""
+
+    kind: ClassVar[str] = "local_load"
+    bytes: int
+    src: Access
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MmaSync(Op):
+    """``mma.sync`` on register fragments (``tt.dot`` with an NVIDIA MMA v2 layout): no
+    shared memory, so only its time is modelled."""
+
+    kind: ClassVar[str] = "mma_sync"
+    m: int
+    n: int
+    k_elems: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GlobalStore(Op):
     """Registers -> global memory by each executing warp (the v1-v3 epilogue)."""
 
@@ -358,7 +407,7 @@ OP_TYPES: dict[str, type[Op]] = {
         MbarInit, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
         BulkWait, ThreadCopy, SmemStore, GlobalStore, Mma, MmaCommit, Wgmma, WgmmaCommit,
         WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
-        Fence, Sleep,
+        Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync,
     )
 }
 
@@ -449,9 +498,9 @@ def validate(s: Schedule) -> None:
 
 def accesses(op: Op) -> tuple[Access, ...]:
     """Every buffer access an op makes (reads and writes)."""
-    if isinstance(op, (TmaLoad, ThreadCopy, SmemStore)):
+    if isinstance(op, (TmaLoad, ThreadCopy, SmemStore, CpAsync)):
         return (op.dst,)
-    if isinstance(op, (TmaStore, TmemLoad)):
+    if isinstance(op, (TmaStore, TmemLoad, LocalLoad)):
         return (op.src,)
     if isinstance(op, (Mma, Wgmma)):
         return op.reads + op.writes

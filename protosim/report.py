@@ -154,9 +154,10 @@ def render_run(rep: RunReport, max_findings: int = 8) -> str:
     kinds = sorted({on for per in t.stall.values() for on in per})
     if kinds:
         lines.append("  stalled  cycles per warp, by what blocked it")
-        lines.append("    " + "role".ljust(10) + "".join(k.rjust(13) for k in kinds))
+        width = max(13, *(len(k) + 2 for k in kinds))  # names like cp_async_wait must not run together
+        lines.append("    " + "role".ljust(10) + "".join(k.rjust(width) for k in kinds))
         for role, per in t.stall.items():
-            lines.append("    " + role.ljust(10) + "".join(f"{per.get(k, 0):13,.0f}" for k in kinds))
+            lines.append("    " + role.ljust(10) + "".join(f"{per.get(k, 0):{width},.0f}" for k in kinds))
     return "\n".join(lines)
 
 

@@ -111,6 +111,8 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(path, "file", "no such file; give a scenario .toml or a schedule .json")
     if path.suffix == ".json":
         return _load_schedule_json(path)
+    if path.suffix == ".ttgir":
+        return _load_ttgir(path)
     try:
         raw = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
@@ -229,3 +231,26 @@ def check_expectation(expect: Expectation, verdict: Verdict, outcomes: OutcomeSe
 def builtin_dir() -> Path:
     """The repository's ``scenarios/`` folder (next to the package in a checkout)."""
     return Path(__file__).resolve().parent.parent / "scenarios"
+
+
+def _load_ttgir(path: Path) -> Scenario:
+    """A Triton TTGIR file, read by ``protosim.frontends.ttgir`` (its launch from
+    ``<name>.launch.json`` beside it).  The description compares the shared memory the
+    IR allocates with the ``shared`` field of the compiled kernel's metadata
+    (``<name>.json`` beside it), when there is one."""
+    from protosim.frontends.ttgir import TtgirError, metadata_shared, read
+    from protosim.ir import to_json
+
+    try:
+        schedule, mod = read(path)
+    except TtgirError as e:
+        raise ScenarioError(path, "ttgir", str(e).split(": ", 1)[-1]) from None
+    meta = metadata_shared(path)
+    if meta is None:
+        smem = f"shared memory {mod.shared_bytes:,} B (no metadata JSON beside it to compare)"
+    else:
+        smem = (f"shared memory {mod.shared_bytes:,} B from the IR, {meta:,} B in Triton's metadata: "
+                f"{'match' if meta == mod.shared_bytes else 'MISMATCH'}")
+    desc = f"Triton TTGIR @{mod.func}, target {mod.target}, {mod.num_warps} warps; {smem}"
+    return Scenario(path=path, name=path.stem, description=desc, builder="ttgir", config=None,
+                    schedule_json=to_json(schedule))

@@ -39,12 +39,17 @@ from protosim.ir import (
     ArriveExpectTx,
     BulkCommit,
     BulkWait,
+    CpAsync,
+    CpAsyncCommit,
+    CpAsyncWait,
     CtaProgram,
     CtaSync,
     ExpectTx,
     Fence,
     GlobalStore,
+    LocalLoad,
     MbarInit,
+    MmaSync,
     Mma,
     MmaCommit,
     NamedBarrierSync,
@@ -249,6 +254,7 @@ class _Cta:
         self.syncs: dict[int, _SyncPoint] = {}
         self.bulk: dict[str, _Groups] = {}
         self.wgmma: dict[str, _Groups] = {}
+        self.cp_async: dict[str, _Groups] = {}
         self.mma_last_done: dict[str, float] = {}
         self.mma_uncommitted: dict[str, list[int]] = {}
         """Access seqs of each thread's MMAs not yet covered by a commit."""
@@ -322,6 +328,8 @@ class Machine:
             Fence: lambda w, op: a.fence_cycles,
             WgmmaCommit: self._wgmma_commit,
             BulkCommit: self._bulk_commit,
+            CpAsyncCommit: self._cp_async_commit,
+            MmaSync: lambda w, op: self._mma_shape(op)[0],
             Sleep: lambda w, op: op.cycles if op.warp is None or op.warp == w.warp else 0.0,
         }
         issue = lambda w, op: a.op_issue_cycles  # noqa: E731
@@ -335,6 +343,9 @@ class Machine:
             TmaLoad: (lambda w, op: a.tma_issue_cycles, self._tma_load, None),
             TmaStore: (lambda w, op: a.tma_issue_cycles, self._tma_store, None),
             BulkWait: (issue, self._bulk_wait, self._groups_woken),
+            CpAsync: (issue, self._cp_async, None),
+            CpAsyncWait: (issue, self._cp_async_wait, self._groups_woken),
+            LocalLoad: (None, self._local_load, self._sync_done),
             ThreadCopy: (None, self._thread_copy, self._sync_done),
             SmemStore: (None, self._smem_store, self._sync_done),
             GlobalStore: (None, self._global_store, None),
@@ -662,10 +673,11 @@ class Machine:
         """A wait_group returned: the warp now knows the guaranteed operations completed."""
         w.tick()
         table = self._async_seqs
-        if isinstance(op, BulkWait):
-            ids = self._thread_groups(w.cta.bulk, w.who).newly_guaranteed(op.n)
+        if isinstance(op, (BulkWait, CpAsyncWait)):  # per-thread groups: nobody else shares them
+            groups = w.cta.bulk if isinstance(op, BulkWait) else w.cta.cp_async
+            ids = self._thread_groups(groups, w.who).newly_guaranteed(op.n)
             seqs = [s for op_id in ids for s in table.pop(op_id, ())]
-            self._observe(w, i, seqs, "bulk_wait")
+            self._observe(w, i, seqs, op.kind)
         else:  # a wgmma's seqs are shared by the warps of its group: get, not pop
             ids = self._thread_groups(w.cta.wgmma, w.who).newly_guaranteed(op.n)
             seqs = [s for op_id in ids for s in table.get(op_id, ())]
@@ -673,6 +685,42 @@ class Machine:
 
     def _bulk_wait(self, w: _Warp, i: int, op: BulkWait) -> simpy.Event | None:
         return self._wait_groups(w, i, op, self._thread_groups(w.cta.bulk, w.who), op.n, op.read, "bulk_wait")
+
+    # -- cp.async groups (Ampere-style software pipelines) --------------------
+    def _cp_async(self, w: _Warp, i: int, op: CpAsync) -> None:
+        """The warp's share of an asynchronous global -> shared copy: timed like a thread
+        copy (LSU, L2/HBM), but the warp moves on and the copy joins its open group."""
+        arch = self.arch
+        now = self.env.now
+        part = w.warp if op.dst.part == WARP_PART else op.dst.part
+        hit, chip_done = self.memory.read(now, f"{op.src or op.dst.content}#{part}", op.bytes)
+        lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
+        lat = self.timing.scale(arch.global_load_l2_cycles if hit else arch.global_load_dram_cycles)
+        done = max(lsu_done, chip_done) + lat + arch.smem_latency + self.timing.unit_stall()
+        self._async_id += 1
+        op_id = self._async_id
+        g = self._thread_groups(w.cta.cp_async, w.who)
+        g.issue(op_id)
+        self._async_seqs[op_id] = (self._access(w, i, op.dst, "w", min(now + lat, done), done, op.tile, w.tick()),)
+
+        def finish() -> None:
+            g.groups = g.groups.complete(op_id, "done")
+            g.notify()
+
+        self._at(done, finish)
+
+    def _cp_async_commit(self, w: _Warp, op: CpAsyncCommit) -> float:
+        self._thread_groups(w.cta.cp_async, w.who).commit()
+        return self.arch.op_issue_cycles
+
+    def _cp_async_wait(self, w: _Warp, i: int, op: CpAsyncWait) -> simpy.Event | None:
+        return self._wait_groups(w, i, op, self._thread_groups(w.cta.cp_async, w.who), op.n, False, "cp_async_wait")
+
+    def _local_load(self, w: _Warp, i: int, op: LocalLoad) -> simpy.Event:
+        now = self.env.now
+        done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
+        seq = self._access(w, i, op.src, "r", now, done, op.tile, w.tick())
+        return self.env.timeout(done - now, seq)
 
     # -- thread-driven data movement ------------------------------------------
     def _thread_copy(self, w: _Warp, i: int, op: ThreadCopy) -> simpy.Event:

@@ -168,3 +168,32 @@ def test_tmem_on_hopper_is_unsupported():
     v, r = judge(s)
     assert r.trap.kind == "unsupported"
     assert {"unsupported", "capacity"} <= set(v.kinds())
+
+
+def _cp_async_pipeline(wait_n: int):
+    """Two cp.async groups (tile 0, tile 1) into two stages, a wait_group, a barrier, and
+    every warp reading tile 0 -- with wait_group 1 tile 0 is guaranteed, with 2 nothing is."""
+    from protosim.ir import WARP_PART, BufferDecl, CpAsync, CpAsyncCommit, CpAsyncWait, CtaSync, LocalLoad
+
+    ops = [
+        CpAsync(bytes=1024, dst=Access("a", 0, "a#0", WARP_PART)), CpAsyncCommit(),
+        CpAsync(bytes=1024, dst=Access("a", 1, "a#1", WARP_PART)), CpAsyncCommit(),
+        CpAsyncWait(n=wait_n), CtaSync(),
+        LocalLoad(bytes=2048, src=Access("a", 0, "a#0")),
+    ]
+    return hand_schedule(("w", 4, ops), barriers=(), buffers=(BufferDecl("a", "smem", 2, 4096, parts=4),))
+
+
+def test_cp_async_wait_group_orders_the_copies_it_covers():
+    verdict, result = judge(_cp_async_pipeline(1))
+    assert verdict.ok
+    copies = [e for e in result.log.of_kind("access") if e.data["mode"] == "w" and e.data["stage"] == 0]
+    reads = [e for e in result.log.of_kind("access") if e.data["mode"] == "r"]
+    assert copies and reads and min(r.data["t0"] for r in reads) >= max(c.data["t1"] for c in copies)
+
+
+def test_cp_async_wait_allowing_the_group_in_flight_is_a_race():
+    verdict, result = judge(_cp_async_pipeline(2))
+    assert {"raw_race"} <= {f.kind for f in verdict.findings}
+    waits = [e for e in result.log if e.kind == "observe" and e.data.get("how") == "cp_async_wait"]
+    assert not waits  # nothing was guaranteed, so nothing was observed

@@ -690,18 +690,13 @@ class Machine:
     def _cp_async(self, w: _Warp, i: int, op: CpAsync) -> None:
         """The warp's share of an asynchronous global -> shared copy: timed like a thread
         copy (LSU, L2/HBM), but the warp moves on and the copy joins its open group."""
-        arch = self.arch
-        now = self.env.now
-        part = w.warp if op.dst.part == WARP_PART else op.dst.part
-        hit, chip_done = self.memory.read(now, f"{op.src or op.dst.content}#{part}", op.bytes)
-        lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
-        lat = self.timing.scale(arch.global_load_l2_cycles if hit else arch.global_load_dram_cycles)
-        done = max(lsu_done, chip_done) + lat + arch.smem_latency + self.timing.unit_stall()
+        first, done = self._global_to_shared(w, op)
+        done += self.timing.unit_stall()  # an asynchronous unit: perturbable like TMA
         self._async_id += 1
         op_id = self._async_id
         g = self._thread_groups(w.cta.cp_async, w.who)
         g.issue(op_id)
-        self._async_seqs[op_id] = (self._access(w, i, op.dst, "w", min(now + lat, done), done, op.tile, w.tick()),)
+        self._async_seqs[op_id] = (self._access(w, i, op.dst, "w", min(first, done), done, op.tile, w.tick()),)
 
         def finish() -> None:
             g.groups = g.groups.complete(op_id, "done")
@@ -723,7 +718,10 @@ class Machine:
         return self.env.timeout(done - now, seq)
 
     # -- thread-driven data movement ------------------------------------------
-    def _thread_copy(self, w: _Warp, i: int, op: ThreadCopy) -> simpy.Event:
+    def _global_to_shared(self, w: _Warp, op: ThreadCopy | CpAsync) -> tuple[float, float]:
+        """(first write, done) of one warp's global -> shared copy through the LSU and
+        L2/HBM: ld.global then st.shared, so shared memory is written once the first
+        loads return.  Thread copies and cp.async share this timing."""
         arch = self.arch
         now = self.env.now
         part = w.warp if op.dst.part == WARP_PART else op.dst.part
@@ -731,9 +729,12 @@ class Machine:
         lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
         lat = self.timing.scale(arch.global_load_l2_cycles if hit else arch.global_load_dram_cycles)
         done = max(lsu_done, chip_done) + lat + arch.smem_latency
-        # ld.global then st.shared: shared memory is written once the first loads return.
-        seq = self._access(w, i, op.dst, "w", min(now + lat, done), done, op.tile, w.tick())
-        return self.env.timeout(done - now, seq)
+        return min(now + lat, done), done
+
+    def _thread_copy(self, w: _Warp, i: int, op: ThreadCopy) -> simpy.Event:
+        first, done = self._global_to_shared(w, op)
+        seq = self._access(w, i, op.dst, "w", first, done, op.tile, w.tick())
+        return self.env.timeout(done - self.env.now, seq)
 
     def _smem_store(self, w: _Warp, i: int, op: SmemStore) -> simpy.Event:
         now = self.env.now

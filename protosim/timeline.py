@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protosim.checkers.base import Finding
+from protosim.checkers.base import Finding, plain
 from protosim.engine.machine import RunResult
 from protosim.ptx import mbarrier as mb
 
@@ -217,7 +217,7 @@ def build_timeline(result: RunResult, findings: list[Finding], outcome: str = ""
     markers = []
     for f in findings:
         if f.cta in keep:
-            markers.append(Marker(f.cta, _track_of(f.who), f.cycle, f.kind, f.message, _jsonable(f.evidence),
+            markers.append(Marker(f.cta, _track_of(f.who), f.cycle, f.kind, f.message, plain(f.evidence),
                                   first=f is first))
     if result.trap and result.trap.cta in keep and not any(m.kind == result.trap.kind for m in markers):
         t = result.trap
@@ -231,16 +231,3 @@ def build_timeline(result: RunResult, findings: list[Finding], outcome: str = ""
 
 def _point(cta: int, barrier: str, t: float, s: mb.MBarrierState) -> CounterPoint:
     return CounterPoint(cta, barrier, t, s.parity, s.pending, s.tx, s.completed)
-
-
-def _jsonable(value: Any) -> Any:
-    """Evidence as JSON-friendly values (tuples to lists, records to their fields)."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if hasattr(value, "__dataclass_fields__"):
-        return {k: _jsonable(getattr(value, k)) for k in value.__dataclass_fields__}
-    return str(value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,16 +40,23 @@ class Finding:
         }
 
 
-def _plain(v: Any) -> Any:
+def plain(v: Any) -> Any:
+    """Evidence as JSON values: tuples to lists, records to their fields, floats to one
+    decimal, and non-finite floats to strings (JSON has none; ``JSON.parse`` rejects them)."""
     if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
+        return {str(k): plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain(x) for x in v]
     if isinstance(v, float):
-        return round(v, 1)
+        return round(v, 1) if math.isfinite(v) else str(v)
     if hasattr(v, "__dataclass_fields__"):
-        return {k: _plain(getattr(v, k)) for k in v.__dataclass_fields__}
-    return v
+        return {k: plain(getattr(v, k)) for k in v.__dataclass_fields__}
+    if isinstance(v, (str, int, bool)) or v is None:
+        return v
+    return str(v)
+
+
+_plain = plain
 
 
 def cyc(t: float) -> str:

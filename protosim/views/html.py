@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections import Counter
 from typing import Any
 
+from protosim.checkers.base import plain
 from protosim.explain import primary
 from protosim.timeline import Timeline
 from protosim.verdict import Verdict
@@ -82,13 +82,13 @@ def timeline_data(tl: Timeline) -> dict[str, Any]:
         "ctas": list(tl.ctas),
         "tracks": {str(c): list(names) for c, names in tl.tracks.items()},
         "slices": [{"cta": s.cta, "track": s.track, "name": s.name, "t0": _t(s.t0), "t1": _t(s.t1), "cat": s.cat,
-                    "args": _plain(s.args)} for s in tl.slices],
+                    "args": plain(s.args)} for s in tl.slices],
         "counters": [{"cta": p.cta, "barrier": p.barrier, "t": _t(p.t), "phase": p.phase, "pending": p.pending,
                       "tx": p.tx, "completed": p.completed} for p in tl.counters],
         "flows": [{"cta": f.cta, "name": f.name, "src_track": f.src_track, "src_t": _t(f.src_t),
                    "dst_track": f.dst_track, "dst_t": _t(f.dst_t)} for f in tl.flows],
         "markers": [{"cta": m.cta, "track": m.track, "t": _t(m.t), "kind": m.kind, "message": m.message,
-                     "evidence": _plain(m.evidence), "first": m.first} for m in tl.markers],
+                     "evidence": plain(m.evidence), "first": m.first} for m in tl.markers],
         "outcome": tl.outcome,
         "note": tl.note,
     }
@@ -103,19 +103,6 @@ def _embed(data: dict[str, Any]) -> str:
 def _t(cycles: float) -> float:
     """Cycles rounded for the page (sub-cycle precision is noise and bloats big pages)."""
     return round(cycles, 2)
-
-
-def _plain(v: Any) -> Any:
-    """JSON-safe copy: tuples to lists, non-finite floats to strings (JSON.parse rejects NaN)."""
-    if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, float):
-        return round(v, 3) if math.isfinite(v) else str(v)
-    if isinstance(v, (str, int, bool)) or v is None:
-        return v
-    return str(v)
 
 
 def _findings_table(verdict: Verdict) -> str:

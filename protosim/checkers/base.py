@@ -35,7 +35,7 @@ class Finding:
             "op": self.op,
             "cycle": round(self.cycle, 1),
             "message": self.message,
-            "evidence": _plain(self.evidence),
+            "evidence": plain(self.evidence),
             "tiles": [list(t) for t in self.tiles],
         }
 
@@ -56,7 +56,6 @@ def plain(v: Any) -> Any:
     return str(v)
 
 
-_plain = plain
 
 
 def cyc(t: float) -> str:

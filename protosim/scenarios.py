@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from protosim.arch import UnknownArch, load_profile
-from protosim.builders import BUILDERS
+from protosim.builders import BUILDERS, CONFIGS
 from protosim.checkers import FINDING_KINDS
 from protosim.config import ConfigError, GemmConfig
 from protosim.engine import smem_bytes
@@ -70,7 +70,7 @@ class Scenario:
     name: str
     description: str
     builder: str
-    config: GemmConfig | None
+    config: Any  # GemmConfig, or the record CONFIGS names for the builder; None for schedules and TTGIR
     expect: Expectation = field(default_factory=Expectation)
     runs: int | None = None
     """Perturbed replays to explore; None: the default for the schedule's size."""
@@ -131,7 +131,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if not isinstance(conf, dict):
         raise ScenarioError(path, "config", "must be a table of GemmConfig fields")
     try:
-        config = GemmConfig.from_dict(conf)
+        config = CONFIGS[builder].from_dict(conf)
         arch = load_profile(config.arch)
     except ConfigError as e:
         raise ScenarioError(path, f"config.{e.field}", e.message) from None

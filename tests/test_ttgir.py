@@ -156,3 +156,15 @@ def test_triton_runs_on_the_h200_were_recorded_correct():
     assert rows and all(r["gpu"] == "NVIDIA H200" and r["triton"] for r in rows)
     assert {r["outcome"] for r in rows} == {"correct"}
     assert {r["name"] for r in rows} >= {"seed_64x32x64_s2", "k256_s2", "k256_s3", "k256_s4", "tma_k256_s3"}
+
+
+def test_edited_ttgir_runs_on_the_h200_match_the_findings():
+    """Silicon's record of Triton's own kernel and the seeded edits (kernels/triton_ttgir_run.py)."""
+    path = RESULTS / "triton" / "2026-11-29_h200_ttgir_edits_1c80f3e.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    seen: dict[str, set[str]] = {}
+    for r in rows:
+        seen.setdefault(r["name"], set()).add(r["outcome"])
+    assert seen["triton_own"] == {"correct"}
+    assert "wrong" in seen["async_wait_plus_2"] and "wrong" in seen["copy_aliased_onto_read_stage"]
+    assert all(r["gpu"] == "NVIDIA H200" for r in rows)

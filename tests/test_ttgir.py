@@ -153,6 +153,7 @@ def test_a_missing_launch_value_names_the_argument(tmp_path):
 
 def test_triton_runs_on_the_h200_were_recorded_correct():
     rows = [json.loads(line) for p in (RESULTS / "triton").glob("*.jsonl") for line in p.read_text().splitlines()]
+    rows = [r for r in rows if r["kind"] == "triton"]  # Triton's kernels as Triton compiled them (no edits)
     assert rows and all(r["gpu"] == "NVIDIA H200" and r["triton"] for r in rows)
     assert {r["outcome"] for r in rows} == {"correct"}
     assert {r["name"] for r in rows} >= {"seed_64x32x64_s2", "k256_s2", "k256_s3", "k256_s4", "tma_k256_s3"}

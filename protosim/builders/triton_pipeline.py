@@ -29,6 +29,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from protosim.config import F16_BYTES as F16
 from protosim.config import ConfigError
 from protosim.ir import (
     WARP_PART,
@@ -49,7 +50,6 @@ from protosim.ir import (
     WgmmaWait,
 )
 
-F16 = 2
 MMA_KIND = {"gb10": "mma_sync", "h200": "wgmma"}
 
 

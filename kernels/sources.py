@@ -7,7 +7,8 @@ the caller (pytest, say) may not have, so builds run in children started with
 
 A job is ``{"family": "seed" | "hopper", "step": ..., "config": {...}, "trace": bool}``:
 ``seed`` is the article's Blackwell steps for sm_100a, ``hopper`` the sm_90a
-protocol kernels.  A failed build yields ``"ERROR: <tvm's message>"`` for that key.
+protocol kernels; ``{"family": "probe", "probe": name}`` is one of the mbarrier
+probes (kernels/mbar_probes.py).  A failed build yields ``"ERROR: <tvm's message>"`` for that key.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ ERROR = "ERROR: "
 
 
 def _build_one(job: dict) -> str:
+    if job["family"] == "probe":
+        from .mbar_probes import cuda_source as probe_source
+
+        return probe_source(job["probe"])
     from protosim.config import GemmConfig
 
     from .toolchain import compile_primfunc, cuda_source

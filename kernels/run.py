@@ -283,13 +283,50 @@ def host_environment() -> dict:
 SETUP_FAILED = 4  # the child could not start CUDA / the tvm runtime: nothing will run
 
 
+def _preload_torch() -> bool:
+    """Import torch (not CUDA) once in the parent, so forked children skip the
+    seconds it costs: with a process per launch for configs that may fault, the
+    import would otherwise dominate a batch.  Forking is safe while the parent has
+    not initialised CUDA, and the parent never does."""
+    try:
+        import multiprocessing
+
+        import torch  # noqa: F401
+
+        return "fork" in multiprocessing.get_all_start_methods()
+    except ImportError:
+        return False
+
+
+def _run_forked(args, tasks: list[list[int]], meta: dict) -> int:
+    """``child_main`` in a forked process; its exit status (raises TimeoutExpired like subprocess.run)."""
+    import multiprocessing
+
+    proc = multiprocessing.get_context("fork").Process(
+        target=_child_entry, args=(args.bundle, tasks, args.out, args.timeout_cycles, meta))
+    proc.start()
+    proc.join(args.child_timeout)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        raise subprocess.TimeoutExpired("forked child", args.child_timeout)
+    return proc.exitcode if proc.exitcode is not None else 1
+
+
+def _child_entry(bundle, tasks, out, timeout_cycles, meta) -> None:
+    sys.stdout.flush()
+    os._exit(child_main(bundle, tasks, out, timeout_cycles, meta))
+
+
 def parent_main(args) -> int:
     bundle = args.bundle
     manifest = json.loads((bundle / "manifest.json").read_text())
     groups = plan_tasks(manifest, args.only)
     total = sum(len(g) for g in groups)
     run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
-    print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id})", flush=True)
+    forking = not args.no_fork and _preload_torch()
+    print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id}; "
+          f"{'children forked from a parent with torch imported' if forking else 'children start fresh interpreters'})", flush=True)
     meta = {"commit": args.commit, "run": run_id}
     for group in groups:
         remaining = list(group)
@@ -298,7 +335,10 @@ def parent_main(args) -> int:
                    "--timeout-cycles", str(args.timeout_cycles), "--tasks", json.dumps(remaining), "--meta", json.dumps(meta)]
             host = None
             try:
-                rc = subprocess.run(cmd, timeout=args.child_timeout, check=False).returncode
+                if forking:
+                    rc = _run_forked(args, remaining, meta)
+                else:
+                    rc = subprocess.run(cmd, timeout=args.child_timeout, check=False).returncode
                 if rc == SETUP_FAILED:
                     print("kernels.run: the GPU runtime did not start (see the child's message above); nothing was run", file=sys.stderr)
                     return 2
@@ -348,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-cycles", type=int, default=DEFAULT_TIMEOUT_CYCLES, help="the kernels' watchdog budget per wait")
     ap.add_argument("--child-timeout", type=float, default=300.0, help="seconds before a silent child is killed")
     ap.add_argument("--commit", default=os.environ.get("PROTOSIM_COMMIT", "unknown"), help="git commit the bundle was built from")
+    ap.add_argument("--no-fork", action="store_true", help="start each child as a fresh interpreter (default: fork from a parent that imported torch)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tasks", help=argparse.SUPPRESS)
     ap.add_argument("--meta", help=argparse.SUPPRESS)

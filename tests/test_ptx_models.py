@@ -151,9 +151,10 @@ class RefMBarrier:
         if not (-ISA_LIMIT <= self.tx + nbytes <= ISA_LIMIT):
             raise RefUB("tx_out_of_range")
         self.tx += nbytes
-        # Only arrive-on and complete-tx "potentially complete the current
-        # phase" (9.7.13.15.7, 9.7.13.15.5.2); expect-tx never does.
-        return False
+        # The ISA names only arrive-on and complete-tx as completing a phase; the H200
+        # completes one on expect-tx as well (results/silicon/mbar_probes/, probe
+        # expect_tx_never_completes), and the model follows the silicon.
+        return self._maybe_complete_phase()
 
     def complete_tx(self, nbytes: int) -> bool:
         self._need_valid()

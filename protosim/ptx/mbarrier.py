@@ -152,26 +152,27 @@ def arrive(s: MBarrierState, count: int = 1) -> Step:
 
 
 def expect_tx(s: MBarrierState, nbytes: int) -> Step:
-    """Expect-tx (PTX 9.7.13.15.5.1): tx-count += nbytes.
+    """Expect-tx (PTX 9.7.13.15.5.1): tx-count += nbytes, then maybe complete.
 
-    Unlike arrive-on and complete-tx, the ISA does not say expect-tx may complete
-    the phase, so it never does here.  The only way this differs from "check on
-    every update" is a standalone expect_tx that cancels a negative tx-count after
-    all arrivals: the phase then stays incomplete.  [VERIFY on silicon]
+    The ISA says only arrive-on and complete-tx "potentially complete the current
+    phase".  The H200 checks completion on expect-tx too: after all arrivals, an
+    expect_tx that brings a negative tx-count back to 0 completes the phase
+    (probes ``expect_tx_never_completes``/``_thread``, results/silicon/mbar_probes/,
+    delta M2 in docs/semantics.md).  The model follows the silicon.
     """
     if bad := _need_init(s, "expect_tx"):
         return bad
-    return _change_tx(s, nbytes, +1, "expect_tx", may_complete=False)
+    return _change_tx(s, nbytes, +1, "expect_tx")
 
 
 def complete_tx(s: MBarrierState, nbytes: int) -> Step:
     """Complete-tx (PTX 9.7.13.15.5.2): tx-count -= nbytes, then maybe complete."""
     if bad := _need_init(s, "complete_tx"):
         return bad
-    return _change_tx(s, nbytes, -1, "complete_tx", may_complete=True)
+    return _change_tx(s, nbytes, -1, "complete_tx")
 
 
-def _change_tx(s: MBarrierState, nbytes: int, sign: int, op: str, may_complete: bool) -> Step:
+def _change_tx(s: MBarrierState, nbytes: int, sign: int, op: str) -> Step:
     # txCount is a 32-bit unsigned operand (PTX 9.7.13.15.11-12): a negative count cannot
     # be expressed, and one above the tx-count range can never be valid.
     if not 0 <= nbytes <= TX_LIMIT:
@@ -179,8 +180,7 @@ def _change_tx(s: MBarrierState, nbytes: int, sign: int, op: str, may_complete: 
     tx = s.tx + sign * nbytes
     if not -TX_LIMIT <= tx <= TX_LIMIT:
         return _ub(s, "tx_out_of_range", f"{op}({nbytes}) would take tx-count from {s.tx} to {tx}")
-    moved = MBarrierState(s.expected, s.pending, tx, s.completed)
-    return _settle(moved) if may_complete else Step(moved)
+    return _settle(MBarrierState(s.expected, s.pending, tx, s.completed))
 
 
 def arrive_expect_tx(s: MBarrierState, nbytes: int, count: int = 1) -> Step:

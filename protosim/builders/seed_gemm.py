@@ -125,12 +125,15 @@ class _Cta:
         self.accumulator_to_registers(tile)
         self.ops.append(GlobalStore(bytes=32 * self.cfg.BLK_N * F16_BYTES, tile=tile))
 
-    def store_tma(self, tile: tuple[int, int]) -> None:
-        """v4+: registers -> Dsmem -> one thread's TMA store, drained before reuse."""
+    def store_tma(self, tile: tuple[int, int], cta_wide: bool = True) -> None:
+        """v4+: registers -> Dsmem -> one thread's TMA store, drained before reuse.
+
+        ``cta_wide=False``: the leading sync covers the warpgroup only (a named
+        barrier), for kernels whose CTA has warps outside it (ws's producer)."""
         cfg = self.cfg
         self.accumulator_to_registers(tile)
         self.ops += [
-            CtaSync(),
+            CtaSync() if cta_wide else NamedBarrierSync(barrier_id=STORE_SYNC_ID, threads=128),
             SmemStore(bytes=32 * cfg.BLK_N * F16_BYTES, dst=Access("D", 0, d_content(tile), WARP_PART), tile=tile),
             Fence(fence="proxy_async"),
             NamedBarrierSync(barrier_id=STORE_SYNC_ID, threads=128),
@@ -166,19 +169,22 @@ class _Cta:
         ]
         return use
 
-    def wait(self, barrier: str, parity: int, use: int, which: str, tile: tuple[int, int], k: int) -> None:
+    def wait(self, barrier: str, parity: int, use: int, which: str, tile: tuple[int, int], k: int,
+             lag: bool = True) -> None:
+        """A wait on ``barrier``; ``wait_parity_flip == which`` flips its parity and, with
+        ``lag``, the lagging warp sleeps before it."""
         cfg = self.cfg
-        if cfg.lag_ns:
+        if lag and cfg.lag_ns:
             self.ops.append(Sleep(cycles=self.ns(cfg.lag_ns), warp=cfg.lag_warp, tile=tile, k=k, label="lagging warp"))
         if cfg.wait_parity_flip == which:
             parity ^= 1
         self.ops.append(Wait(barrier=barrier, parity=parity, use=use, tile=tile, k=k))
 
-    def mma(self, stage: int, tile: tuple[int, int], k: int) -> int:
-        """The MMA of k-tile k on ``stage`` and its completion arrival on mma_bar."""
+    def mma(self, stage: int, tile: tuple[int, int], k: int, barrier: str = "mma_bar") -> int:
+        """The MMA of k-tile k on ``stage`` and its completion arrival on ``barrier``."""
         cfg = self.cfg
         m, n = tile
-        use = self.next_use("mma_bar")
+        use = self.next_use(barrier)
         if cfg.consumer_delay_ns:
             self.ops.append(Sleep(cycles=self.ns(cfg.consumer_delay_ns), issuer="one", tile=tile, k=k, label="consumer delay"))
         reads = (Access("A", stage, a_tile(m, k)), Access("B", stage, b_tile(n, k)))
@@ -186,14 +192,14 @@ class _Cta:
         if self.tcgen05:
             self.ops += [
                 Mma(reads=reads, writes=(Access("acc", 0, acc_content(tile, k)),), issuer="one", **shape),
-                MmaCommit(barrier="mma_bar", use=use, issuer="one", tile=tile, k=k),
+                MmaCommit(barrier=barrier, use=use, issuer="one", tile=tile, k=k),
             ]
         else:
             self.ops += [
                 Wgmma(reads=reads, **shape),
                 WgmmaCommit(tile=tile, k=k),
                 WgmmaWait(n=0, tile=tile, k=k),
-                Arrive(barrier="mma_bar", use=use, issuer="one", tile=tile, k=k),
+                Arrive(barrier=barrier, use=use, issuer="one", tile=tile, k=k),
             ]
         return use
 
@@ -296,17 +302,20 @@ def build_v4(cfg: GemmConfig) -> Schedule:
 
 
 class _Ring:
-    """The consumer's position in the stage ring: stage index and the parity to wait
-    on.  ``advance`` is the only place the parity flips (when the index wraps),
-    as in CUTLASS's ``PipelineState``; consumers start at parity 0."""
+    """A position in the stage ring: stage index and the parity to wait on.
+    ``advance`` is the only place the parity flips (when the index wraps), as in
+    CUTLASS's ``PipelineState``; consumers start at parity 0, producers waiting
+    for free stages at 1.  ``flip=False`` leaves the flip out (a bug knob)."""
 
-    def __init__(self, depth: int):
-        self.depth, self.index, self.phase = depth, 0, 0
+    def __init__(self, depth: int, phase: int = 0, flip: bool = True):
+        self.depth, self.index, self.phase, self.flip = depth, 0, phase, flip
 
     def advance(self) -> None:
         self.index += 1
         if self.index == self.depth:
-            self.index, self.phase = 0, self.phase ^ 1
+            self.index = 0
+            if self.flip:
+                self.phase ^= 1
 
 
 def _k_loop_ring(c: _Cta, tile: tuple[int, int], ring: _Ring, phase_mma: int) -> int:

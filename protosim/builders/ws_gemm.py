@@ -1,0 +1,152 @@
+"""The warp-specialized persistent GEMM (``kernels/hopper.py`` step ``ws``) as a schedule.
+
+Two roles per CTA, as in the kernel (160 threads):
+
+``mma`` (warps 0-3, the wgmma warpgroup)
+    per tile, per k-tile: wait on ``tma_bar[stage]`` (the kernel's ``full_bar``) with
+    ``phase_tma``; wgmma, commit, ``wait_group 0``; thread 0 arrives on
+    ``empty_bar[stage]`` (the stage is free again); the stage index advances and
+    ``phase_tma`` flips when it wraps.  After the K loop the accumulator goes through
+    Dsmem to one TMA store (the v4+ epilogue; its first sync is the warpgroup's named
+    barrier, since the producer warp is not there to join a CTA-wide one).
+``producer`` (warp 4)
+    per tile, per k-tile: the whole warp waits on ``empty_bar[stage]`` with
+    ``phase_empty`` (starting at 1, which a fresh barrier satisfies); lane 0 issues
+    the two TMA loads and ``arrive.expect_tx`` on ``tma_bar[stage]``; the stage index
+    advances and ``phase_empty`` flips when it wraps.
+
+``mma_bar`` is initialized, as in the kernel, and never used.  Barrier names are the
+ones the kernel's timeout record uses (``kernels/spec.py`` ``BARRIER_NAMES``, role
+names ``ROLE_NAMES``), so a silicon timeout "tma_bar stage s, role mma" names the
+simulator's ``tma_bar[s]`` waited on by ``mma.w*``.
+
+Bug knobs, applied where the kernel applies them:
+
+* ``skip_mma_phase_flip`` -- the *producer's* ``phase_empty`` never flips (the empty
+  barrier is the one the MMA side arrives on); ``phase_tma`` still flips;
+* ``wait_parity_flip = "mma"`` flips the producer's empty waits, ``"tma"`` the
+  consumer's full waits;
+* ``reset_phase_per_tile`` -- both roles restart at stage 0 with their initial
+  parities (1 for empty, 0 for full) at every tile;
+* ``expect_tx_delta``, ``skip_store_wait`` -- as in v4-v6;
+* ``tma_issuer = "each_warp"`` is refused (one producer warp by construction).
+
+Delay knobs: ``producer_delay_ns`` sleeps in lane 0 before each TMA issue (after the
+empty wait), ``consumer_delay_ns`` in thread 0 before each wgmma; ``lag_warp`` /
+``lag_ns`` sleep before each *consumer* full wait (the kernel's producer calls no
+``lag()``; ``lag_warp`` is one of warps 0-3).
+
+Logical tags come from the loop structure, not from the parities: the n-th load into
+stage s (in the producer's program order) is use n of ``tma_bar[s]``; the n-th read of
+stage s (consumer order) waits for that same use, and its release is use n of
+``empty_bar[s]``; the producer's wait before its n-th load into stage s waits for the
+release of the (n-1)-th read -- use ``n - 1``, which is -1 (the vacuous phase before
+init, parity 1) for the first load into each stage.
+
+``tcgen05`` archs (b200): refused.  The kernel's consumer never waits for its own MMAs
+before the epilogue (``wait_group 0`` does that on Hopper); a Blackwell port needs an
+extra ``tcgen05.commit`` onto a barrier the epilogue waits on, which no kernel here has.
+"""
+
+from __future__ import annotations
+
+from protosim.arch import load_profile
+from protosim.builders.seed_gemm import _Cta, _gc_paused, _Ring, _storage, persistent_tiles
+from protosim.config import ConfigError, GemmConfig
+from protosim.ir import BarrierDecl, CtaProgram, CtaSync, Fence, Op, RoleDecl, Schedule
+
+MMA_ROLE = "mma"  # kernels/spec.py ROLE_NAMES[0]
+PRODUCER_ROLE = "producer"  # ROLE_NAMES[1]
+CONSUMER_WARPS = 4
+PRODUCER_WARPS = 1
+
+
+def tma_bar(stage: int) -> str:
+    return f"tma_bar[{stage}]"
+
+
+def empty_bar(stage: int) -> str:
+    return f"empty_bar[{stage}]"
+
+
+def check(cfg: GemmConfig, mma_kind: str) -> None:
+    """Raise :class:`ConfigError` for what the ws kernel cannot be."""
+    if cfg.tma_issuer != "one":
+        raise ConfigError("tma_issuer", "ws has one producer warp by construction; each_warp applies to hgemm_v4-v6")
+    if mma_kind != "wgmma":
+        raise ConfigError(
+            "arch",
+            f"{cfg.arch}: hgemm_ws mirrors the Hopper ws kernel (wgmma, completion by wait_group 0); a {mma_kind} "
+            "port needs a commit the epilogue waits on, which no kernel has -- use arch = \"h200\", or hgemm_v6 on "
+            f"{cfg.arch}",
+        )
+
+
+def grid_ctas(cfg: GemmConfig, sm_count: int) -> int:
+    """Persistent CTAs launched: one per SM (or ``sm_count``), no more than tiles (kernels/spec.py)."""
+    return min(cfg.sm_count or sm_count, cfg.m_tiles * cfg.n_tiles)
+
+
+def _producer(p: _Cta, tiles: list[tuple[int, int]]) -> None:
+    """Warp 4: wait until the MMA released a stage, refill it."""
+    cfg = p.cfg
+    p.ops += [Fence(fence="mbarrier_init"), CtaSync()]
+    ring = _Ring(cfg.PIPE_DEPTH, phase=1, flip=not cfg.skip_mma_phase_flip)
+    for tile in tiles:
+        if cfg.reset_phase_per_tile:
+            ring = _Ring(cfg.PIPE_DEPTH, phase=1, flip=not cfg.skip_mma_phase_flip)
+        for k in range(cfg.k_tiles):
+            stage = ring.index
+            loads = p.uses.get(tma_bar(stage), 0)  # loads into this stage so far
+            p.wait(empty_bar(stage), ring.phase, loads - 1, "mma", tile, k, lag=False)
+            p.tma_load(stage, tile, k)
+            ring.advance()
+    p.ops.append(CtaSync())
+
+
+def _consumer(c: _Cta, tiles: list[tuple[int, int]], barrier_names: list[str]) -> None:
+    """Warps 0-3: wait for a full stage, multiply, release it; epilogue per tile."""
+    cfg = c.cfg
+    c.prologue(barrier_names)
+    ring = _Ring(cfg.PIPE_DEPTH)
+    for tile in tiles:
+        if cfg.reset_phase_per_tile:
+            ring = _Ring(cfg.PIPE_DEPTH)
+        for k in range(cfg.k_tiles):
+            stage = ring.index
+            reads = c.uses.get(empty_bar(stage), 0)  # reads of this stage so far (each one released it)
+            c.wait(tma_bar(stage), ring.phase, reads, "tma", tile, k)
+            c.mma(stage, tile, k, barrier=empty_bar(stage))
+            ring.advance()
+        c.store_tma(tile, cta_wide=False)
+    c.teardown()
+
+
+def build_ws(cfg: GemmConfig) -> Schedule:
+    """Step ws: one TMA producer warp and one wgmma warpgroup per persistent CTA."""
+    arch = load_profile(cfg.arch)
+    check(cfg, arch.mma_kind)
+    depth = cfg.PIPE_DEPTH
+    # mbarrier.init order of the kernel: full[s], empty[s] for each stage, then mma_bar
+    init_order = [name for s in range(depth) for name in (tma_bar(s), empty_bar(s))] + ["mma_bar"]
+    barriers, buffers = _storage(cfg, arch, depth, True)
+    barriers += tuple(BarrierDecl(empty_bar(s), 1) for s in range(depth))
+    ctas = []
+    for i, tiles in enumerate(persistent_tiles(cfg.m_tiles, cfg.n_tiles, grid_ctas(cfg, arch.sm_count), cfg.l2_group_size)):
+        c, p = _Cta(cfg, arch, 0), _Cta(cfg, arch, 0)  # one op stream per role (the step number is unused)
+        _consumer(c, tiles, init_order)
+        _producer(p, tiles)
+        roles: tuple[tuple[Op, ...], ...] = (tuple(c.ops), tuple(p.ops))
+        ctas.append(CtaProgram(i, roles))
+    return Schedule(
+        name="hgemm_ws",
+        arch=arch.name,
+        barriers=barriers,
+        buffers=buffers,
+        roles=(RoleDecl(MMA_ROLE, CONSUMER_WARPS), RoleDecl(PRODUCER_ROLE, PRODUCER_WARPS)),
+        ctas=tuple(ctas),
+        config=cfg.to_dict(),
+    )
+
+
+BUILDERS = {"hgemm_ws": _gc_paused(build_ws)}

@@ -69,6 +69,7 @@ class ArchProfile:
     mma_issue_min: float
     mma_tail_cycles: float
     mma_thread_issue_cycles: float
+    wgmma_issue_overhead: float
     # TMEM
     tmem_load_latency: float
     tmem_bytes_per_clk: float

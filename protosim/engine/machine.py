@@ -812,7 +812,10 @@ class Machine:
             self._block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
             return rv[1]
         del cta.rendezvous[key]
-        occupancy, _ = self._mma_shape(op)
+        occupancy, insts = self._mma_shape(op)
+        # The issuing warps build two smem descriptors per instruction between wgmmas; on
+        # silicon that lengthens every instruction's slot (arch: wgmma_issue_overhead).
+        occupancy += arch.wgmma_issue_overhead * insts
         now = env.now
         start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
         self._async_id += 1

@@ -10,6 +10,9 @@ Commands:
   trace FILE -o OUT.json    the nominal replay as a Perfetto / chrome://tracing trace
   plot FILE -o OUT.png      a Gantt chart of one CTA, first finding marked (needs matplotlib)
   report FILE -o OUT.html   one self-contained page: verdict, story, timing, timeline
+  crosscheck plan           draw N configs (Hypothesis), predict each one's outcome set,
+                            write the GPU job list (and build it with --build)
+  crosscheck report FILES   silicon launch records vs the simulator: agreement table
 
 Exit status: 0 = ran and agrees (with the scenario's [expect], or no findings when it
 declares none); 1 = findings or a disagreement; 2 = bad input (one line on stderr).
@@ -21,6 +24,8 @@ Examples:
   protosim run scenarios/v6_full_chip_h200.toml --json > verdict.json
   protosim explain scenarios/v6_reset_phase_odd_k.toml
   protosim trace scenarios/v2_no_phase_flip.toml -o v2.json   # open in https://ui.perfetto.dev
+  protosim crosscheck plan -n 200 --seed 0 -o crosscheck/plan.json --build
+  protosim crosscheck report results/silicon/*.jsonl --json agreement.json
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from pathlib import Path
 
 from protosim.arch import UnknownArch, available, load_profile
+from protosim.config import ConfigError
 from protosim.explain import explain
 from protosim.ir import ScheduleError, to_json
 from protosim.report import dumps, render_demo, render_run, run_scenario
@@ -107,6 +113,31 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--cta", type=int, help="which CTA (default: the one with the first finding, else the first)")
     rp = sub.add_parser("report", help="write one self-contained HTML page: verdict, explanation, timing, timeline")
     view_args(rp, ".html")
+
+    cc = sub.add_parser("crosscheck", help="simulator vs silicon: plan configs for the GPU, or report agreement",
+                        description="Close the loop between the simulator and the H200 (docs/crosscheck.md).")
+    ccsub = cc.add_subparsers(dest="crosscheck_command", metavar="STEP", required=True)
+    cp = ccsub.add_parser("plan", help="draw configs, predict their outcome sets, write the GPU job list",
+                          description="Draw N distinct configs from protosim.strategies (seeded), replay each on the simulator "
+                                      "(nominal + perturbations; delayed configs nominal only) and write OUT (cases and "
+                                      "predictions) and OUT's .jobs.json (the kernels.build / kernels.run job list).")
+    cp.add_argument("-n", type=int, default=200, help="configs to draw (default 200)")
+    cp.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    cp.add_argument("--steps", default="v2,v3,v4,v5,v6,ws", help="steps to draw from (default all: v2,v3,v4,v5,v6,ws)")
+    cp.add_argument("--bug-share", type=float, default=0.6, help="share of configs with one bug knob set (default 0.6)")
+    cp.add_argument("--runs", type=int, default=8, help="replays per config without delays (default 8)")
+    cp.add_argument("--launches", type=int, default=3, help="GPU launches per config (default 3)")
+    cp.add_argument("-o", "--out", type=Path, default=Path("crosscheck/plan.json"), help="plan file (default crosscheck/plan.json)")
+    cp.add_argument("--build", action="store_true", help="then build the kernels into --bundle (needs apache-tvm and nvcc)")
+    cp.add_argument("--bundle", type=Path, default=Path(".gpu"), help="bundle folder for --build (default .gpu)")
+    cr = ccsub.add_parser("report", help="judge silicon launch records against the simulator's predictions",
+                          description="Group launch records (kernels.run JSON lines) by config, predict each config's outcome "
+                                      "set with the current simulator, and judge every launch. Exit 0 when all agree, 1 otherwise.")
+    cr.add_argument("records", type=Path, nargs="+", help="kernels.run JSON-lines files")
+    cr.add_argument("--runs", type=int, default=8, help="replays per config without delays (default 8)")
+    cr.add_argument("--plan", type=Path, help="a plan file: also list its configs that have no record")
+    cr.add_argument("--json", type=Path, help="also write the full report as JSON to this file")
+    cr.add_argument("--rows", type=int, default=None, help="print at most this many table rows (default all)")
     return p
 
 
@@ -146,6 +177,89 @@ def _cmd_run(args) -> int:
     if rep.agrees is None:
         return 0 if rep.verdict.ok else 1
     return 0 if rep.agrees else 1
+
+
+def _cmd_crosscheck(args) -> int:
+    import json
+    import subprocess
+
+    from protosim import crosscheck as cc
+
+    if args.runs < 1:
+        return _fail(f"--runs {args.runs}: must be >= 1")
+    if args.crosscheck_command == "plan":
+        from protosim.strategies import STEPS
+
+        steps = tuple(x.strip() for x in args.steps.split(",") if x.strip())
+        bad = [x for x in steps if x not in STEPS]
+        if bad or not steps:
+            return _fail(f"--steps {args.steps}: use some of {', '.join(STEPS)}")
+        if args.n < 1 or args.launches < 1 or not 0 <= args.bug_share <= 1:
+            return _fail("-n and --launches must be >= 1 and --bug-share in [0, 1]")
+        n_bugs = round(args.n * args.bug_share)
+        cases = cc.draw_cases(n_bugs, args.seed, steps=steps, bugs=True) + cc.draw_cases(args.n - n_bugs, args.seed, steps=steps, bugs=False)
+        progress = _Progress("predicting")
+        preds = cc.predict_many(cases, runs=args.runs, progress=progress)
+        progress.close()
+        jobs = [cc.job_for(c, p, args.launches) for c, p in zip(cases, preds, strict=True)]
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        jobs_path = args.out.with_suffix(".jobs.json")
+        args.out.write_text(json.dumps({"seed": args.seed, "n": args.n, "steps": list(steps), "runs": args.runs,
+                                        "predictions": [p.to_json() for p in preds]}, indent=1) + "\n")
+        jobs_path.write_text(json.dumps(jobs, indent=1) + "\n")
+        from collections import Counter
+
+        sets = Counter("{" + ", ".join(sorted(p.kinds)) + "}" for p in preds)
+        print(f"{len(cases)} configs ({n_bugs} with a bug knob, {sum(c.delayed for c in cases)} with a delay); predicted sets: "
+              + ", ".join(f"{k} {v}" for k, v in sets.most_common()))
+        print(f"wrote {args.out} and {jobs_path} ({sum(j['launches'] for j in jobs)} launches, "
+              f"{sum(j['may_fault'] for j in jobs)} configs get a process per launch)")
+        build = [sys.executable, "-m", "kernels.build", "--plan-file", str(jobs_path), "--bundle", str(args.bundle)]
+        if args.build:
+            rc = subprocess.run(build, check=False).returncode
+            if rc:
+                return _fail(f"kernels.build failed (exit {rc}); run `{' '.join(build)}` from the repository root to see why")
+        else:
+            print("next: " + " ".join(build[1:]))
+        print(f"then on the GPU: python -m kernels.run --bundle {args.bundle} --out OUT.jsonl --commit <sha>  (docs/crosscheck.md)")
+        print("then: protosim crosscheck report OUT.jsonl --plan " + str(args.out))
+        return 0
+    records = []
+    for path in args.records:
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as e:
+            return _fail(f"{path}: {e.strerror}")
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                return _fail(f"{path}:{n}: not a JSON line ({e.msg})")
+    try:
+        progress = _Progress("predicting")
+        reports = cc.compare_many(records, runs=args.runs, progress=progress)
+        progress.close()
+    except ConfigError as e:
+        return _fail(f"a record's config is not a valid GemmConfig: {e}")
+    except (KeyError, TypeError) as e:
+        return _fail(f"a record lacks a field of kernels.run's launch records ({e}); give kernels.run JSON-lines files")
+    print(cc.render(reports, args.rows))
+    missing = []
+    if args.plan:
+        try:
+            plan = json.loads(args.plan.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            return _fail(f"{args.plan}: cannot read the plan ({e})")
+        ran = {json.dumps(r.prediction.case.to_dict(), sort_keys=True) for r in reports}
+        missing = [p["label"] for p in plan["predictions"] if json.dumps(p["case"], sort_keys=True) not in ran]
+        if missing:
+            print(f"\n{len(missing)} planned config(s) have no silicon record: " + "; ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
+    if args.json:
+        args.json.write_text(json.dumps({"summary": cc.summary(reports), "not_run": missing,
+                                         "cases": [r.to_json() for r in reports]}, indent=1) + "\n")
+    return 0 if all(r.agree for r in reports) else 1
 
 
 def _cmd_explain(args) -> int:
@@ -247,7 +361,8 @@ def _cmd_report(args) -> int:
 
 
 _COMMANDS = {"run": _cmd_run, "explain": _cmd_explain, "demo": _cmd_demo, "schedule": _cmd_schedule,
-             "profile": _cmd_profile, "trace": _cmd_trace, "plot": _cmd_plot, "report": _cmd_report}
+             "profile": _cmd_profile, "trace": _cmd_trace, "plot": _cmd_plot, "report": _cmd_report,
+             "crosscheck": _cmd_crosscheck}
 
 if __name__ == "__main__":
     sys.exit(main())

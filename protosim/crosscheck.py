@@ -1,0 +1,397 @@
+"""Simulator verdicts against silicon: predict, observe, agree.
+
+For a :class:`~protosim.strategies.Case` the simulator predicts the *set* of
+outcomes a GPU may show (:func:`predict`: the nominal replay plus seeded timing
+perturbations).  A silicon launch record (``kernels.run``'s JSON line) becomes an
+:class:`Observed` in the simulator's words: a watchdog ``timeout`` is a
+``deadlock``.  :func:`agree` then decides, with the reason spelled out:
+
+* without explicit delays, the observed kind must be in the predicted set; wrong
+  tiles must be among the tiles some replay found wrong; a timeout's barrier and
+  role must be where some replay hung that CTA;
+* with explicit delays (``nanosleep`` of microseconds, far above any latency
+  jitter) the outcome is deterministic, so it must match the nominal replay
+  exactly: the same kind, the same wrong tiles, the same barrier, role and k-tile.
+
+This module is pure (no GPU, no tvm, no torch): the CI regression test and
+``protosim crosscheck report`` both use it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from protosim.config import GemmConfig
+from protosim.engine import explore_plan
+from protosim.ir import content_hash
+from protosim.strategies import Case
+from protosim.verdict import judge
+
+SILICON_KIND = {"correct": "correct", "wrong": "wrong", "timeout": "deadlock", "fault": "fault"}
+"""Silicon outcome -> simulator outcome class (verdict.OUTCOMES)."""
+DELAY_FIELDS = ("producer_delay_ns", "consumer_delay_ns", "lag_warp", "lag_ns")
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a protocol hung: the barrier kind, the role waiting and its running k-tile
+    (counted over all tiles the CTA walked, as the kernel's ``diag`` counts it)."""
+
+    barrier: str
+    role: str
+    k: int | None
+
+    def __str__(self) -> str:
+        return f"{self.barrier} ({self.role}) k{self.k}"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One silicon launch in the simulator's terms."""
+
+    kind: str
+    tiles: tuple[tuple[int, int], ...] = ()
+    site: Site | None = None
+    cta: int | None = None
+    detail: str = ""
+    elapsed_ms: float | None = None
+
+
+def case_of(record: dict[str, Any]) -> Case:
+    """The case a launch record ran: its step and config with its delays applied."""
+    return Case(record["step"], GemmConfig.from_dict({**record["config"], **record.get("delays", {})}))
+
+
+def observe(record: dict[str, Any]) -> Observed:
+    kind = SILICON_KIND[record["outcome"]]
+    if kind == "wrong":
+        return Observed(kind, tiles=tuple(sorted((m, n) for m, n in record["wrong_tiles"])), elapsed_ms=record.get("elapsed_ms"))
+    if kind == "deadlock":
+        t = record.get("timeout", {})
+        if "barrier" not in t:  # the host killed a silent child: no kernel record of where
+            return Observed(kind, detail=str(t.get("host", "host timeout")))
+        return Observed(kind, site=Site(str(t["barrier"]), str(t["role"]), int(t["k"])), cta=int(t["cta"]),
+                        detail=f"first timeout: CTA {t['cta']} thread {t['thread']}")
+    if kind == "fault":
+        return Observed(kind, detail=str(record.get("fault", "")))
+    return Observed(kind, elapsed_ms=record.get("elapsed_ms"))
+
+
+@dataclass
+class Prediction:
+    """The outcome set of one case, with what each class needs for matching."""
+
+    case: Case
+    deterministic: bool
+    runs: int
+    nominal: str
+    """The nominal replay's outcome summary."""
+    kinds: set[str] = field(default_factory=set)
+    tiles: set[tuple[int, int]] = field(default_factory=set)
+    """Union of wrong tiles over the replays."""
+    nominal_tiles: tuple[tuple[int, int], ...] = ()
+    sites: dict[int, set[Site]] = field(default_factory=dict)
+    """CTA -> the mbarrier waits it hung in, over the replays (:func:`hang_sites`)."""
+    nominal_sites: dict[int, set[Site]] = field(default_factory=dict)
+    finding_kinds: set[str] = field(default_factory=set)
+    cycles: float = 0.0
+    """Nominal replay length in cycles; microseconds at the arch's clock in ``us``."""
+    us: float = 0.0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "case": self.case.to_dict(), "label": self.case.label(), "deterministic": self.deterministic, "runs": self.runs,
+            "nominal": self.nominal, "kinds": sorted(self.kinds), "wrong_tiles": sorted(list(t) for t in self.tiles),
+            "sites": {str(c): sorted(str(s) for s in ss) for c, ss in sorted(self.sites.items())},
+            "finding_kinds": sorted(self.finding_kinds), "cycles": round(self.cycles), "us": round(self.us, 3),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def _running_k(schedule, cta: int, tile, k) -> int | None:
+    """The k-tile counter the kernel keeps: tiles walked before ``tile`` times K_TILES, plus k."""
+    if k is None:
+        return None
+    if tile is None:
+        return k
+    order: list = []
+    for program in schedule.ctas[cta].roles:
+        for op in program:
+            t = getattr(op, "tile", None)
+            if t is not None and t not in order:
+                order.append(t)
+    k_tiles = schedule.config.get("K", 0) // max(schedule.config.get("BLK_K", 1), 1)
+    return order.index(tile) * k_tiles + k if tile in order else k
+
+
+def _base(barrier: str) -> str:
+    return barrier.split("[", 1)[0]
+
+
+def _role(who: str) -> str:
+    return "producer" if who.startswith("prod") else "mma"
+
+
+def hang_sites(result) -> dict[int, set[Site]]:
+    """CTA -> every mbarrier wait a warp of it is stuck in.
+
+    The kernel's ``diag`` names the first thread of the whole grid whose wait ran out
+    of budget: whichever hung thread began waiting first, by tens of cycles -- a
+    difference the model's timing does not resolve.  So a silicon site matches when
+    it is *one of* the CTA's stuck waits, not necessarily its earliest."""
+    sites: dict[int, set[Site]] = {}
+    for b in result.blocked:
+        if b.on == "mbarrier":
+            sites.setdefault(b.cta, set()).add(Site(_base(b.target), _role(b.who), _running_k(result.schedule, b.cta, b.tile, b.k)))
+    return sites
+
+
+def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000) -> Prediction:
+    """Replay ``case`` nominally and, unless it has explicit delays, under ``runs - 1``
+    seeded perturbations."""
+    start = time.perf_counter()
+    schedule = case.build()
+    h = content_hash(schedule)
+    plan = explore_plan(1 if case.delayed else runs, seed, max_stall)
+    pred = Prediction(case=case, deterministic=case.delayed, runs=len(plan), nominal="")
+    for i, p in enumerate(plan):
+        verdict, result = judge(schedule, perturbation=p, schedule_hash=h)
+        o = verdict.outcome
+        pred.kinds.add(o.kind)
+        pred.tiles.update(o.wrong_tiles)
+        pred.finding_kinds.update(verdict.kinds())
+        sites = hang_sites(result) if o.kind == "deadlock" else {}
+        for cta, ss in sites.items():
+            pred.sites.setdefault(cta, set()).update(ss)
+        if i == 0:
+            pred.nominal = o.summary()
+            pred.nominal_tiles = o.wrong_tiles
+            pred.nominal_sites = sites
+            pred.cycles = verdict.timing.cycles
+            pred.us = verdict.timing.microseconds
+    pred.seconds = time.perf_counter() - start
+    return pred
+
+
+@dataclass(frozen=True)
+class Agreement:
+    agree: bool
+    reason: str
+
+
+def agree(pred: Prediction, obs: Observed) -> Agreement:
+    """Does one silicon launch lie in the predicted set (or match it exactly, when delayed)?"""
+    if pred.deterministic:
+        nominal_kind = pred.nominal.split(":", 1)[0]
+        if obs.kind != nominal_kind:
+            return Agreement(False, f"delayed (deterministic): silicon {obs.kind}, simulator {nominal_kind}")
+        if obs.kind == "wrong" and set(obs.tiles) != set(pred.nominal_tiles):
+            return Agreement(False, f"wrong tiles differ: silicon {len(obs.tiles)} {_tiles(obs.tiles)}, "
+                                    f"simulator {len(pred.nominal_tiles)} {_tiles(pred.nominal_tiles)}")
+        if obs.kind == "deadlock" and obs.site is not None:
+            sims = pred.nominal_sites.get(obs.cta, set())
+            if obs.site not in sims:
+                where = ", ".join(sorted(str(x) for x in sims)) or "not blocked on an mbarrier"
+                return Agreement(False, f"hang site differs in CTA {obs.cta}: silicon {obs.site}, simulator {where}")
+        return Agreement(True, "exact match")
+    if obs.kind not in pred.kinds:
+        return Agreement(False, f"silicon {obs.kind} is outside the predicted set {{{', '.join(sorted(pred.kinds))}}}")
+    if obs.kind == "wrong":
+        extra = set(obs.tiles) - pred.tiles
+        if extra:
+            return Agreement(False, f"{len(extra)} silicon wrong tile(s) no replay found wrong: {_tiles(sorted(extra))}")
+    if obs.kind == "deadlock" and obs.site is not None:
+        sims = pred.sites.get(obs.cta, set())
+        if (obs.site.barrier, obs.site.role) not in {(s.barrier, s.role) for s in sims}:
+            where = ", ".join(sorted(str(s) for s in sims)) or "never blocked on an mbarrier"
+            return Agreement(False, f"silicon hung CTA {obs.cta} at {obs.site}; the simulator's replays hung it at {where}")
+    return Agreement(True, "in the predicted set")
+
+
+def _tiles(tiles, limit: int = 4) -> str:
+    tiles = list(tiles)
+    return ", ".join(str(tuple(t)) for t in tiles[:limit]) + (f" (+{len(tiles) - limit})" if len(tiles) > limit else "")
+
+
+@dataclass
+class CaseReport:
+    """A case's prediction, its silicon launches and the verdict on each."""
+
+    prediction: Prediction
+    launches: list[tuple[Observed, Agreement]]
+
+    @property
+    def agree(self) -> bool:
+        return all(a.agree for _, a in self.launches)
+
+    def silicon(self) -> str:
+        counts = Counter(_observed_label(o) for o, _ in self.launches)
+        return ", ".join(f"{label} {n}/{len(self.launches)}" for label, n in counts.most_common())
+
+    def measured_ms(self) -> float | None:
+        times = sorted(o.elapsed_ms for o, _ in self.launches if o.kind == "correct" and o.elapsed_ms is not None)
+        return times[len(times) // 2] if times else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.prediction.to_json(), "agree": self.agree, "silicon": self.silicon(), "measured_ms": self.measured_ms(),
+                "launches": [{"kind": o.kind, "tiles": [list(t) for t in o.tiles], "site": str(o.site) if o.site else None,
+                              "cta": o.cta, "detail": o.detail, "elapsed_ms": o.elapsed_ms, "agree": a.agree, "reason": a.reason}
+                             for o, a in self.launches]}
+
+
+def _observed_label(o: Observed) -> str:
+    if o.kind == "deadlock":
+        return f"timeout {o.site}" if o.site else "timeout (host)"
+    if o.kind == "wrong":
+        return f"wrong {len(o.tiles)} tiles"
+    return o.kind
+
+
+def group_records(records: list[dict[str, Any]]) -> dict[str, tuple[Case, list[dict[str, Any]]]]:
+    """Outcome launch records grouped by the case they ran (bench records are timing, not outcomes)."""
+    groups: dict[str, tuple[Case, list[dict[str, Any]]]] = {}
+    for r in records:
+        if r.get("kind", "outcome") != "outcome":
+            continue
+        case = case_of(r)
+        key = f"{case.step}|{sorted(case.config.to_dict().items())}"
+        groups.setdefault(key, (case, []))[1].append(r)
+    return groups
+
+
+def compare(records: list[dict[str, Any]], runs: int = 8, seed: int = 0, progress=None) -> list[CaseReport]:
+    """Predict every case the records ran and judge each launch."""
+    groups = list(group_records(records).values())
+    out = []
+    for i, (case, recs) in enumerate(groups):
+        pred = predict(case, runs=runs, seed=seed)
+        launches = []
+        for r in recs:
+            o = observe(r)
+            launches.append((o, agree(pred, o)))
+        out.append(CaseReport(pred, launches))
+        if progress:
+            progress(i + 1, len(groups))
+    return out
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def draw_cases(n: int, seed: int = 0, **strategy_args) -> list[Case]:
+    """``n`` distinct cases from :func:`protosim.strategies.cases`, the same ones for the
+    same seed (and Hypothesis version): Hypothesis' own generator drives the draws."""
+    import json
+
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from protosim.strategies import cases
+
+    out: list[Case] = []
+    seen: set[str] = set()
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=20 * n, phases=[Phase.generate], database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(cases(**strategy_args))
+    def collect(case: Case) -> None:
+        key = json.dumps(case.to_dict(), sort_keys=True)
+        if key not in seen and len(out) < n:
+            seen.add(key)
+            out.append(case)
+
+    collect()
+    return out
+
+
+def job_for(case: Case, pred: Prediction | None, launches: int = 3) -> dict[str, Any]:
+    """The ``kernels.build`` / ``kernels.run`` job (``Job.to_dict`` form) that runs ``case``:
+    delays are launch arguments, so they leave the binary's config for the job's ``delays``.
+    A case the simulator says may fault gets a process per launch (``may_fault``)."""
+    cfg = case.config.to_dict()
+    delays = {k: cfg.pop(k) for k in DELAY_FIELDS}
+    binary = GemmConfig.from_dict(cfg).to_dict()
+    return {"spec": {"step": case.step, "config": binary, "trace": False}, "delays": delays, "launches": launches,
+            "kind": "outcome", "may_fault": bool(pred and "fault" in pred.kinds)}
+
+
+def predict_many(cases_: list[Case], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None) -> list[Prediction]:
+    """:func:`predict` for each case, spread over processes (replays are CPU-bound)."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = workers or os.cpu_count() or 1
+    if workers == 1 or len(cases_) < 2:
+        out = []
+        for i, c in enumerate(cases_):
+            out.append(predict(c, runs, seed))
+            if progress:
+                progress(i + 1, len(cases_))
+        return out
+    with ProcessPoolExecutor(workers) as pool:
+        futures = [pool.submit(predict, c, runs, seed) for c in cases_]
+        out = []
+        for i, f in enumerate(futures):
+            out.append(f.result())
+            if progress:
+                progress(i + 1, len(cases_))
+        return out
+
+
+def compare_many(records: list[dict[str, Any]], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None) -> list[CaseReport]:
+    """:func:`compare`, with the predictions spread over processes."""
+    groups = list(group_records(records).values())
+    preds = predict_many([c for c, _ in groups], runs, seed, workers, progress)
+    reports = []
+    for pred, (_, recs) in zip(preds, groups, strict=True):
+        reports.append(CaseReport(pred, [(o, agree(pred, o)) for o in map(observe, recs)]))
+    return reports
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def summary(reports: list[CaseReport]) -> dict[str, Any]:
+    launches = sum(len(r.launches) for r in reports)
+    by_kind: Counter = Counter()
+    for r in reports:
+        by_kind[r.launches[0][0].kind] += 1
+    return {"cases": len(reports), "agree": sum(r.agree for r in reports), "disagree": sum(not r.agree for r in reports),
+            "launches": launches, "launches_agree": sum(a.agree for r in reports for _, a in r.launches),
+            "silicon_kinds": dict(by_kind)}
+
+
+def render(reports: list[CaseReport], limit: int | None = None) -> str:
+    """The agreement table a person reads: one row per case, disagreements first, then
+    every disagreement with both sides' evidence."""
+    rows = sorted(reports, key=lambda r: (r.agree, r.prediction.case.step, r.prediction.case.label()))
+    shown = rows if limit is None else rows[:limit]
+    head = ("case", "simulator predicts", "silicon", "agree")
+    table = [(r.prediction.case.label(), ("exactly " if r.prediction.deterministic else "") + "{" + ", ".join(sorted(r.prediction.kinds)) + "}",
+              r.silicon(), "yes" if r.agree else "NO") for r in shown]
+    widths = [max(len(head[i]), *(len(t[i]) for t in table)) if table else len(head[i]) for i in range(4)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)), "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(t, widths, strict=True)) for t in table]
+    if limit is not None and len(rows) > limit:
+        lines.append(f"... {len(rows) - limit} more rows (--json has them all)")
+    s = summary(reports)
+    lines.append("")
+    lines.append(f"{s['agree']}/{s['cases']} cases agree ({s['launches_agree']}/{s['launches']} launches); "
+                 f"silicon outcomes by case: " + ", ".join(f"{k} {v}" for k, v in sorted(s["silicon_kinds"].items())))
+    bad = [r for r in rows if not r.agree]
+    for r in bad:
+        p = r.prediction
+        lines.append("")
+        lines.append(f"DISAGREE {p.case.label()}")
+        lines.append(f"  simulator: {p.runs} replay(s), nominal {p.nominal}; set {{{', '.join(sorted(p.kinds))}}}; "
+                     f"findings {', '.join(sorted(p.finding_kinds)) or 'none'}")
+        for o, a in r.launches:
+            if not a.agree:
+                lines.append(f"  silicon: {_observed_label(o)}{' -- ' + o.detail if o.detail else ''}: {a.reason}")
+                break
+    return "\n".join(lines)

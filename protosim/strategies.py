@@ -1,0 +1,193 @@
+"""Hypothesis strategies for GEMM pipeline configurations (public API).
+
+Every case these strategies draw builds both as a simulator schedule
+(``protosim.builders``) and as a Hopper kernel (``kernels/``, sm_90a): the
+constraints of both sides are built into the draws rather than filtered after,
+so shrinking stays fast and a failing example shrinks to a small, legal config.
+
+Use them to property-test your own phase logic::
+
+    from hypothesis import given
+    from protosim.strategies import cases, note_scenario
+    from protosim.verdict import judge
+
+    @given(cases(bugs=False))
+    def test_correct_protocols_replay_clean(case):
+        note_scenario(case)                  # a failure prints a `protosim run`-able scenario
+        verdict, _ = judge(case.build())
+        assert verdict.outcome.kind == "correct"
+
+A :class:`Case` is a step (``v2`` ... ``v6``, ``ws``) plus a :class:`GemmConfig`.
+Draws lean small (a few CTAs, a few k-tiles) because shrinking and replay cost
+grow with the schedule; pass ``max_ctas`` / ``max_k_tiles`` to widen them.
+
+Needs ``hypothesis`` (``pip install 'protosim[test]'``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+try:
+    from hypothesis import note
+    from hypothesis import strategies as st
+except ImportError as e:  # pragma: no cover - only without the extra
+    raise ImportError("protosim.strategies needs hypothesis: pip install 'protosim[test]'") from e
+
+from protosim.config import GemmConfig
+
+STEPS = ("v2", "v3", "v4", "v5", "v6", "ws")
+"""Steps that exist on both sides (v1 has no Hopper kernel)."""
+TMA_STEPS = ("v4", "v5", "v6", "ws")
+PERSISTENT_STEPS = ("v6", "ws")
+
+BLK_M = 128  # one warpgroup of rows, both sides
+BLK_K = 64   # one 128-byte swizzle span of fp16: the Hopper kernels' operand layout
+BLK_N_CHOICES = (64, 128)
+"""The Hopper kernels take multiples of 16 up to 128; these two are the ones run on silicon."""
+SMEM_LIMIT = 227 * 1024  # sm_90 max dynamic shared memory per block (CUDA Programming Guide)
+EXPECT_TX_DELTAS = (-1024, -16, 16, 1024)
+"""Bytes off in ``arrive.expect_tx``: a 16-byte TMA granule and a whole 1 KiB, both signs."""
+DELAYS_NS = (2_000, 20_000)
+"""Explicit ``nanosleep`` delays: 20 us makes a race's outcome deterministic on the H200
+(DEVICE.md); 2 us is about two k-tiles of work."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One configuration of one step: what the simulator replays and the GPU runs."""
+
+    step: str
+    config: GemmConfig
+
+    @property
+    def builder(self) -> str:
+        return f"hgemm_{self.step}"
+
+    def build(self):
+        """The simulator's schedule for this case."""
+        from protosim.builders import BUILDERS
+
+        return BUILDERS[self.builder](self.config)
+
+    @property
+    def delayed(self) -> bool:
+        c = self.config
+        return bool(c.producer_delay_ns or c.consumer_delay_ns or c.lag_ns)
+
+    def label(self) -> str:
+        c = self.config
+        knobs = ",".join(f"{k}={v}" for k, v in sorted(c.bug_knobs.items())) or "correct"
+        delays = ",".join(f"{k}={getattr(c, k)}" for k in ("producer_delay_ns", "consumer_delay_ns", "lag_ns") if getattr(c, k))
+        return f"{self.step} {c.M}x{c.N}x{c.K} p{c.PIPE_DEPTH}" + (f" sm{c.sm_count}" if c.sm_count else "") + \
+            f" {knobs}" + (f" [{delays}" + (f" warp {c.lag_warp}" if c.lag_ns else "") + "]" if delays else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"step": self.step, "config": self.config.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Case:
+        return cls(d["step"], GemmConfig.from_dict(d["config"]))
+
+
+def scenario_toml(case: Case, name: str | None = None) -> str:
+    """A scenario file for ``protosim run`` that replays ``case``."""
+    defaults = GemmConfig()
+    lines = [f'name = "{name or case.step + "-case"}"', f'description = "{case.label()}"', f'builder = "{case.builder}"', "",
+             "[config]"]
+    for key, value in case.config.to_dict().items():
+        if value == getattr(defaults, key) and key != "arch":
+            continue
+        if value is None:
+            continue
+        lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return f'"{v}"'
+    return str(v)
+
+
+def note_scenario(case: Case) -> None:
+    """Attach ``case`` as a scenario file to the current Hypothesis example: when the
+    test fails, Hypothesis prints it after shrinking, ready to save and ``protosim run``."""
+    note("protosim scenario (save as case.toml, then `protosim run case.toml`):\n" + scenario_toml(case))
+
+
+def _smem_bytes(step: str, blk_n: int, depth: int) -> int:
+    stages = depth if step in ("v5", "v6", "ws") else 1
+    return 1024 + stages * (BLK_M + blk_n) * BLK_K * 2 + BLK_M * blk_n * 2
+
+
+@st.composite
+def _bug(draw, step: str, k_tiles: int) -> dict[str, Any]:
+    """At most one bug knob, legal for the step."""
+    choices = ["skip_mma_phase_flip", "wait_parity_flip_mma"]
+    if step in TMA_STEPS:
+        choices += ["wait_parity_flip_tma", "expect_tx_delta", "skip_store_wait"]
+        if step != "ws":
+            choices.append("tma_issuer")
+    if step in PERSISTENT_STEPS:
+        choices.append("reset_phase_per_tile")
+    bug = draw(st.sampled_from(choices))
+    if bug == "skip_mma_phase_flip":
+        return {"skip_mma_phase_flip": True}
+    if bug.startswith("wait_parity_flip_"):
+        return {"wait_parity_flip": bug.rsplit("_", 1)[1]}
+    if bug == "expect_tx_delta":
+        return {"expect_tx_delta": draw(st.sampled_from(EXPECT_TX_DELTAS))}
+    if bug == "tma_issuer":
+        return {"tma_issuer": "each_warp"}
+    return {bug: True}
+
+
+@st.composite
+def _delays(draw) -> dict[str, Any]:
+    which = draw(st.sampled_from(("producer", "consumer", "lag")))
+    ns = draw(st.sampled_from(DELAYS_NS))
+    if which == "lag":
+        return {"lag_ns": ns, "lag_warp": draw(st.integers(0, 3))}
+    return {f"{which}_delay_ns": ns}
+
+
+@st.composite
+def cases(draw, steps: tuple[str, ...] = STEPS, bugs: bool | None = None, delays: bool | None = None,
+          max_ctas: int = 16, max_k_tiles: int = 20, arch: str = "h200") -> Case:
+    """A :class:`Case`.  ``bugs`` / ``delays``: ``True`` always one, ``False`` never,
+    ``None`` either (the draw decides).  Grids stay within ``max_ctas`` CTAs (v2-v5)
+    or ``max_ctas`` output tiles (v6/ws, on up to that many persistent CTAs)."""
+    step = draw(st.sampled_from(steps))
+    blk_n = draw(st.sampled_from(BLK_N_CHOICES))
+    depth = draw(st.integers(1, 4)) if step in ("v5", "v6", "ws") else 1
+    while _smem_bytes(step, blk_n, depth) > SMEM_LIMIT:
+        depth -= 1
+    # sampled_from rather than integers: Hypothesis' integers lean hard on the bounds
+    k_tiles = draw(st.sampled_from(range(1, max_k_tiles + 1)))
+    if step == "v2":
+        m_tiles = n_tiles = 1
+    else:
+        m_tiles = draw(st.sampled_from(range(1, max_ctas + 1)))
+        n_tiles = draw(st.sampled_from(range(1, max(1, max_ctas // m_tiles) + 1)))
+    fields: dict[str, Any] = {"arch": arch, "M": m_tiles * BLK_M, "N": n_tiles * blk_n, "K": k_tiles * BLK_K, "BLK_M": BLK_M, "BLK_N": blk_n,
+                                  "BLK_K": BLK_K, "PIPE_DEPTH": depth}
+    if step in PERSISTENT_STEPS:
+        # fewer CTAs than tiles, so CTAs walk several tiles (where per-tile phase bugs live)
+        fields["sm_count"] = draw(st.integers(1, m_tiles * n_tiles))
+        fields["l2_group_size"] = draw(st.sampled_from((1, 2, 8)))
+    with_bug = draw(st.booleans()) if bugs is None else bugs
+    if with_bug:
+        fields.update(draw(_bug(step, k_tiles)))
+    with_delay = draw(st.booleans()) if delays is None else delays
+    if with_delay:
+        fields.update(draw(_delays()))
+    return Case(step, GemmConfig(**fields))
+
+
+def correct_cases(**kw) -> st.SearchStrategy[Case]:
+    """Cases with every bug knob at its correct setting."""
+    return cases(bugs=False, **kw)

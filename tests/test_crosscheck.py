@@ -1,0 +1,140 @@
+"""protosim.strategies and protosim.crosscheck: the draws are legal on both sides,
+silicon records translate into the simulator's terms, and the agreement rules
+accept what lies in the predicted set and reject what does not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+
+from kernels.spec import check
+from protosim.cli import main
+from protosim.config import GemmConfig
+from protosim.crosscheck import Observed, Site, agree, case_of, draw_cases, job_for, observe, predict
+from protosim.scenarios import load_scenario
+from protosim.strategies import Case, cases, scenario_toml
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=cases())
+def test_every_draw_builds_on_both_sides(case):
+    check(case.step, case.config)  # the Hopper kernels accept it (raises ConfigError otherwise)
+    schedule = case.build()  # and so does the simulator
+    assert schedule.config["K"] == case.config.K
+
+
+@settings(max_examples=20, deadline=None)
+@given(case=cases())
+def test_scenario_toml_replays_the_same_config(case, tmp_path_factory):
+    path = tmp_path_factory.mktemp("case") / "case.toml"
+    path.write_text(scenario_toml(case))
+    scenario = load_scenario(path)
+    assert scenario.builder == case.builder
+    assert scenario.config == case.config
+
+
+def test_bug_and_delay_switches_are_honoured():
+    assert all(c.config.bug_knobs and not c.delayed for c in draw_cases(12, seed=3, bugs=True, delays=False))
+    assert all(not c.config.bug_knobs and c.delayed for c in draw_cases(12, seed=3, bugs=False, delays=True))
+
+
+def test_draws_are_reproducible_and_distinct():
+    a, b = draw_cases(15, seed=7), draw_cases(15, seed=7)
+    assert a == b
+    assert len({json.dumps(c.to_dict(), sort_keys=True) for c in a}) == 15
+    assert draw_cases(15, seed=8) != a
+
+
+def _record(outcome: str, **extra) -> dict:
+    cfg = GemmConfig(arch="h200", M=256, N=128, K=512).to_dict()
+    delays = {k: cfg.pop(k) for k in ("producer_delay_ns", "consumer_delay_ns", "lag_warp", "lag_ns")}
+    return {"kind": "outcome", "step": "v4", "config": {**cfg, **delays}, "delays": {**delays, "producer_delay_ns": 20000},
+            "outcome": outcome, **extra}
+
+
+def test_observe_translates_silicon_outcomes():
+    t = observe(_record("timeout", timeout={"barrier": "mma_bar", "role": "mma", "k": 3, "cta": 1, "thread": 64}))
+    assert (t.kind, t.site, t.cta) == ("deadlock", Site("mma_bar", "mma", 3), 1)
+    w = observe(_record("wrong", wrong_tiles=[[1, 0], [0, 0]]))
+    assert (w.kind, w.tiles) == ("wrong", ((0, 0), (1, 0)))
+    assert observe(_record("fault", fault="launch failure")).kind == "fault"
+    host = observe(_record("timeout", timeout={"host": "killed"}))
+    assert host.kind == "deadlock" and host.site is None
+
+
+def test_case_of_applies_the_launch_delays():
+    case = case_of(_record("correct"))
+    assert case.config.producer_delay_ns == 20000 and case.delayed
+
+
+def test_job_moves_delays_out_of_the_binary():
+    case = Case("v5", GemmConfig(arch="h200", M=256, N=128, K=512, PIPE_DEPTH=2, consumer_delay_ns=2000, wait_parity_flip="tma"))
+    job = job_for(case, None, launches=2)
+    assert job["delays"]["consumer_delay_ns"] == 2000
+    assert job["spec"]["config"]["consumer_delay_ns"] == 0
+    assert job["spec"]["config"]["wait_parity_flip"] == "tma"
+    assert job["launches"] == 2 and job["may_fault"] is False
+    from kernels.plans import Job
+
+    assert Job.from_dict(job).spec.config.wait_parity_flip == "tma"  # the build side reads it back
+
+
+def test_exploring_prediction_accepts_the_set_and_rejects_the_rest():
+    # K_TILES = 2 without the MMA phase flip: the second MMA wait names a phase that never
+    # completes (Hopper's arriving thread waits on its own arrival): deadlock at mma_bar k1.
+    case = Case("v4", GemmConfig(arch="h200", M=128, N=128, K=128, skip_mma_phase_flip=True))
+    pred = predict(case, runs=3)
+    assert not pred.deterministic and pred.kinds == {"deadlock"}
+    hung = Observed("deadlock", site=Site("mma_bar", "mma", 1), cta=0)
+    assert agree(pred, hung).agree
+    elsewhere = Observed("deadlock", site=Site("tma_bar", "producer", 1), cta=0)
+    assert not agree(pred, elsewhere).agree
+    assert not agree(pred, Observed("correct")).agree
+
+
+def test_delayed_prediction_must_match_exactly():
+    case = Case("v4", GemmConfig(arch="h200", M=256, N=128, K=256, wait_parity_flip="tma", producer_delay_ns=20000))
+    pred = predict(case, runs=5)
+    assert pred.deterministic and pred.runs == 1
+    assert pred.kinds == {"wrong"} and pred.nominal_tiles == ((0, 0), (1, 0))
+    assert agree(pred, Observed("wrong", tiles=((0, 0), (1, 0)))).agree
+    partial = agree(pred, Observed("wrong", tiles=((0, 0),)))
+    assert not partial.agree and "tiles differ" in partial.reason
+
+
+def _write(tmp_path, records):
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_report_cli_exit_status_and_json(tmp_path, capsys):
+    good = _write(tmp_path, [_record("correct", elapsed_ms=0.05)])
+    out = tmp_path / "a.json"
+    assert main(["crosscheck", "report", str(good), "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["summary"]["agree"] == 1 and data["cases"][0]["measured_ms"] == 0.05
+    bad = _write(tmp_path, [_record("fault")])
+    assert main(["crosscheck", "report", str(bad)]) == 1
+    assert "DISAGREE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("content, message", [("{not json\n", "not a JSON line"), ('{"outcome": "correct"}\n', "lacks a field")])
+def test_report_cli_bad_input_is_one_line(tmp_path, capsys, content, message):
+    path = tmp_path / "r.jsonl"
+    path.write_text(content)
+    assert main(["crosscheck", "report", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_plan_cli_writes_cases_and_jobs(tmp_path, capsys):
+    out = tmp_path / "plan.json"
+    assert main(["crosscheck", "plan", "-n", "6", "--seed", "2", "--steps", "v4,v5", "--runs", "2", "-o", str(out)]) == 0
+    plan = json.loads(out.read_text())
+    jobs = json.loads(out.with_suffix(".jobs.json").read_text())
+    assert len(plan["predictions"]) == len(jobs) == 6
+    assert {j["spec"]["step"] for j in jobs} <= {"v4", "v5"}
+    assert main(["crosscheck", "plan", "--steps", "v9"]) == 2

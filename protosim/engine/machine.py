@@ -330,7 +330,7 @@ class Machine:
             BulkCommit: self._bulk_commit,
             CpAsyncCommit: self._cp_async_commit,
             MmaSync: lambda w, op: self._mma_shape(op)[0],
-            Sleep: lambda w, op: op.cycles if op.warp is None or op.warp == w.warp else 0.0,
+            Sleep: lambda w, op: self.timing.sleep(op.cycles) if op.warp is None or op.warp == w.warp else 0.0,
         }
         issue = lambda w, op: a.op_issue_cycles  # noqa: E731
         self._specs = {

@@ -13,7 +13,12 @@ timing of one replay, reproducibly from its seed:
   (a congested memory system).
 
 * *skew*: warp ``skew_warp`` of every role sleeps ``skew_cycles`` before each of
-  its mbarrier waits -- a deterministic lag, used to measure a schedule's slack.
+  its mbarrier waits -- a deterministic lag, used to measure a schedule's slack;
+* *sleep range*: each explicit ``nanosleep`` (a ``Sleep`` op) lasts its nominal time
+  scaled by a factor drawn from [``sleep_lo``, ``sleep_hi``].  PTX promises only that
+  ``nanosleep t`` sleeps "in the interval [0, 2*t]", and the H200 uses that room: a
+  20 us producer sleep in the ws kernel averaged ~3 us, in v6 ~30 us (results/silicon,
+  docs/crosscheck.md).  So a delay knob moves timing, but not deterministically.
 
 ``Perturbation.none()`` is the nominal replay.  Explicit delays are not
 perturbations: they are ``Sleep`` ops in the schedule (the config's delay knobs).
@@ -35,6 +40,8 @@ class Perturbation:
     unit_stalls: bool = True
     skew_warp: int = 1
     skew_cycles: int = 0
+    sleep_lo: float = 1.0
+    sleep_hi: float = 1.0
 
     @staticmethod
     def none() -> Perturbation:
@@ -42,7 +49,8 @@ class Perturbation:
 
     @property
     def active(self) -> bool:
-        return self.jitter > 0 or (self.stall_prob > 0 and self.stall_max > 0) or self.skew_cycles > 0
+        return (self.jitter > 0 or (self.stall_prob > 0 and self.stall_max > 0) or self.skew_cycles > 0
+                or (self.sleep_lo, self.sleep_hi) != (1.0, 1.0))
 
     @property
     def magnitude(self) -> float:
@@ -63,6 +71,8 @@ class Perturbation:
             parts.append(f"{where} stall p={self.stall_prob:g} ≤{self.stall_max} cyc")
         if self.skew_cycles:
             parts.append(f"warp {self.skew_warp} lags {self.skew_cycles} cyc before each wait")
+        if (self.sleep_lo, self.sleep_hi) != (1.0, 1.0):
+            parts.append(f"nanosleep x{self.sleep_lo:g}..{self.sleep_hi:g}")
         return f"seed {self.seed}: " + ", ".join(parts)
 
 
@@ -91,11 +101,23 @@ class Perturber:
     def unit_stall(self) -> float:
         return self.stall() if self._unit_stalls else 0.0
 
+    def sleep(self, cycles: float) -> float:
+        """An explicit nanosleep's length: nominal, or scaled within the run's sleep range."""
+        lo, hi = self.p.sleep_lo, self.p.sleep_hi
+        if lo == hi == 1.0 or not cycles:
+            return cycles
+        return cycles * (lo + (hi - lo) * self._rng.random())
+
 
 STYLES = ("jitter", "warps", "units", "warps+units")
 
 
-def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000) -> list[Perturbation]:
+SLEEP_RANGES = ((0.0, 2.0), (0.0, 0.25), (0.25, 1.0), (1.0, 2.0))
+"""Ranges of the nanosleep factor that ``explore_plan(..., sleeps=True)`` rotates through:
+PTX's whole [0, 2] and three slices of it, so short and long sleeps both get runs."""
+
+
+def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000, sleeps: bool = False) -> list[Perturbation]:
     """``runs`` perturbations: the nominal replay first, then a seeded rotation of
     jitter only, warp stalls, unit stalls and both (each with some jitter), stall
     sizes spread up to ``max_stall`` cycles.  Warps and units are stalled apart as
@@ -107,6 +129,8 @@ def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000) -> list[Pertur
         jitter = rng.choice((0.1, 0.25, 0.5)) if style == "jitter" else rng.choice((0.0, 0.1))
         stall_max = int(max_stall * rng.choice((0.25, 0.5, 1.0))) if style != "jitter" else 0
         stall_prob = rng.choice((0.01, 0.05, 0.2)) if stall_max else 0.0
+        # offset every fourth run so sleep ranges do not pair with one style for good
+        lo, hi = SLEEP_RANGES[(i - 1 + (i - 1) // len(STYLES)) % len(SLEEP_RANGES)] if sleeps else (1.0, 1.0)
         plan.append(Perturbation(seed=seed * 100003 + i, jitter=jitter, stall_prob=stall_prob, stall_max=stall_max,
-                                 warp_stalls="warps" in style, unit_stalls="units" in style))
+                                 warp_stalls="warps" in style, unit_stalls="units" in style, sleep_lo=lo, sleep_hi=hi))
     return plan[:runs]

@@ -138,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     cr.add_argument("--plan", type=Path, help="a plan file: also list its configs that have no record")
     cr.add_argument("--json", type=Path, help="also write the full report as JSON to this file")
     cr.add_argument("--rows", type=int, default=None, help="print at most this many table rows (default all)")
+    cr.add_argument("--timing", action="store_true", help="also compare times: a fit over correct configs, and the bench "
+                                                          "configs' simulated vs measured time and step-to-step speed-ups "
+                                                          "(replays each bench config once: ~30 s each)")
     return p
 
 
@@ -246,6 +249,10 @@ def _cmd_crosscheck(args) -> int:
     except (KeyError, TypeError) as e:
         return _fail(f"a record lacks a field of kernels.run's launch records ({e}); give kernels.run JSON-lines files")
     print(cc.render(reports, args.rows))
+    timing = None
+    if args.timing:
+        timing = {"correct_fit": cc.correct_fit(reports), "bench": cc.bench_timing(records)}
+        print(cc.render_timing(timing["correct_fit"], timing["bench"]))
     missing = []
     if args.plan:
         try:
@@ -257,7 +264,7 @@ def _cmd_crosscheck(args) -> int:
         if missing:
             print(f"\n{len(missing)} planned config(s) have no silicon record: " + "; ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
     if args.json:
-        args.json.write_text(json.dumps({"summary": cc.summary(reports), "not_run": missing,
+        args.json.write_text(json.dumps({"summary": cc.summary(reports), "not_run": missing, "timing": timing,
                                          "cases": [r.to_json() for r in reports]}, indent=1) + "\n")
     return 0 if all(r.agree for r in reports) else 1
 

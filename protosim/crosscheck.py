@@ -426,3 +426,79 @@ def render(reports: list[CaseReport], limit: int | None = None) -> str:
                 lines.append(f"  silicon: {_observed_label(o)}{' -- ' + o.detail if o.detail else ''}: {a.reason}")
                 break
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- timing
+
+STEP_ORDER = ("v2", "v3", "v4", "v5", "v6", "ws")
+
+
+def _line_fit(xs: list[float], ys: list[float]) -> dict[str, float]:
+    """Least squares ``y = a + b x``, with the residual spread."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    a = my - b * mx
+    sd = (sum((y - a - b * x) ** 2 for x, y in zip(xs, ys, strict=True)) / n) ** 0.5
+    return {"n": n, "intercept_us": round(a, 2), "slope": round(b, 4), "residual_sd_us": round(sd, 2),
+            "sim_us_range": [round(min(xs), 1), round(max(xs), 1)]}
+
+
+def correct_fit(reports: list[CaseReport]) -> dict[str, float] | None:
+    """Measured launch time against the simulated time over configs that are correct on
+    both sides and have no explicit delay (a nanosleep's length is not the model's to
+    know).  The intercept is what a launch costs outside the kernel's own cycles."""
+    pts = [(r.prediction.us, r.measured_ms() * 1000) for r in reports
+           if r.prediction.kinds == {"correct"} and not r.prediction.deterministic and r.measured_ms() is not None]
+    return _line_fit(*map(list, zip(*pts, strict=True))) if len(pts) >= 2 else None
+
+
+def bench_timing(records: list[dict[str, Any]], workers: int | None = None) -> dict[str, Any]:
+    """Bench launches (one process, many repetitions: launch overhead amortised) against
+    the nominal replay of the same config, and the step-to-step speed-ups on both sides,
+    each step represented by its fastest measured config."""
+    groups: dict[str, tuple[Case, list[float]]] = {}
+    for r in records:
+        if r.get("kind") == "bench" and r.get("outcome") == "correct":
+            case = case_of(r)
+            groups.setdefault(r["name"], (case, []))[1].append(r["bench"]["ms"] * 1000)
+    names = sorted(groups, key=lambda n: (STEP_ORDER.index(groups[n][0].step), groups[n][0].config.PIPE_DEPTH))
+    preds = _map(predict, [(groups[n][0], 1, 0) for n in names], workers, None)
+    rows = []
+    for name, pred in zip(names, preds, strict=True):
+        case, times = groups[name]
+        measured = sorted(times)[len(times) // 2]
+        rows.append({"label": case.label(), "step": case.step, "sim_us": round(pred.us, 1), "measured_us": round(measured, 1),
+                     "launches": len(times), "measured_over_sim": round(measured / pred.us, 3)})
+    best: dict[str, dict] = {}
+    for row in rows:
+        if row["step"] not in best or row["measured_us"] < best[row["step"]]["measured_us"]:
+            best[row["step"]] = row
+    chain = [best[s] for s in STEP_ORDER if s in best]
+    speedups = []
+    for a, b in zip(chain, chain[1:], strict=False):
+        predicted, measured = a["sim_us"] / b["sim_us"], a["measured_us"] / b["measured_us"]
+        speedups.append({"from": a["label"], "to": b["label"], "predicted": round(predicted, 3), "measured": round(measured, 3),
+                         "error": round(predicted / measured - 1, 3)})
+    return {"rows": rows, "speedups": speedups}
+
+
+def render_timing(fit: dict | None, bench: dict[str, Any]) -> str:
+    lines = ["", "TIMING"]
+    if fit:
+        lines.append(f"correct configs without delays ({fit['n']}, simulated {fit['sim_us_range'][0]}-{fit['sim_us_range'][1]} us): "
+                     f"measured = {fit['intercept_us']} us + {fit['slope']} x simulated (residual sd {fit['residual_sd_us']} us); "
+                     f"the intercept is the launch outside the kernel (host call, tensor maps)")
+    if bench["rows"]:
+        lines.append("")
+        lines.append(f"{'bench config':<44} {'simulated':>10} {'measured':>10} {'measured/sim':>13}")
+        for r in bench["rows"]:
+            lines.append(f"{r['label']:<44} {r['sim_us']:>8.1f}us {r['measured_us']:>8.1f}us {r['measured_over_sim']:>13.2f}")
+        lines.append("")
+        lines.append(f"{'speed-up (fastest config of each step)':<60} {'predicted':>9} {'measured':>9} {'error':>7}")
+        for s in bench["speedups"]:
+            step_a, step_b = s["from"].split()[0], s["to"].split()[0]
+            lines.append(f"{step_a + ' -> ' + step_b + '  (' + s['from'].split()[2] + ' -> ' + s['to'].split()[2] + ')':<60} "
+                         f"{s['predicted']:>9.3f} {s['measured']:>9.3f} {s['error']:>+7.1%}")
+    return "\n".join(lines)

@@ -152,3 +152,33 @@ def test_plan_cli_writes_cases_and_jobs(tmp_path, capsys):
     assert len(plan["predictions"]) == len(jobs) == 6
     assert {j["spec"]["step"] for j in jobs} <= {"v4", "v5"}
     assert main(["crosscheck", "plan", "--steps", "v9"]) == 2
+
+
+def test_line_fit_recovers_a_known_line():
+    from protosim.crosscheck import _line_fit
+
+    xs = [1.0, 5.0, 10.0, 40.0]
+    fit = _line_fit(xs, [30.0 + 0.9 * x for x in xs])
+    assert fit["intercept_us"] == pytest.approx(30.0) and fit["slope"] == pytest.approx(0.9) and fit["residual_sd_us"] < 1e-9
+
+
+def _bench(step: str, depth: int, ms: float) -> dict:
+    cfg = GemmConfig(arch="h200", M=256, N=256, K=256, PIPE_DEPTH=depth).to_dict()
+    return {"kind": "bench", "outcome": "correct", "step": step, "name": f"{step}-{depth}", "config": cfg,
+            "delays": {}, "bench": {"ms": ms}}
+
+
+def test_bench_timing_speedups_compare_fastest_configs_per_step():
+    from protosim.crosscheck import bench_timing
+
+    records = [_bench("v4", 1, 0.010), _bench("v5", 2, 0.008), _bench("v5", 4, 0.020), _bench("v5", 2, 0.009)]
+    out = bench_timing(records, workers=1)
+    assert [r["label"].split()[0] for r in out["rows"]] == ["v4", "v5", "v5"]
+    v5_2 = next(r for r in out["rows"] if " p2 " in r["label"])
+    assert v5_2["launches"] == 2 and v5_2["measured_us"] == pytest.approx(9.0)  # the median of two is the upper one
+    (s,) = out["speedups"]
+    assert s["to"] == v5_2["label"]  # v5's faster config stands for the step
+    assert s["measured"] == pytest.approx(10.0 / 9.0, rel=1e-3)
+    v4 = out["rows"][0]
+    assert s["predicted"] == pytest.approx(v4["sim_us"] / v5_2["sim_us"], rel=1e-2)
+    assert s["error"] == pytest.approx(s["predicted"] / s["measured"] - 1, abs=2e-3)

@@ -182,3 +182,30 @@ def test_bench_timing_speedups_compare_fastest_configs_per_step():
     v4 = out["rows"][0]
     assert s["predicted"] == pytest.approx(v4["sim_us"] / v5_2["sim_us"], rel=1e-2)
     assert s["error"] == pytest.approx(s["predicted"] / s["measured"] - 1, abs=2e-3)
+
+
+def test_a_failing_property_shrinks_and_prints_a_runnable_scenario(tmp_path):
+    from hypothesis import Phase, seed
+
+    from protosim.strategies import note_scenario
+    from protosim.verdict import judge
+
+    @seed(0)  # the same search every run: a shrink result is not guaranteed minimal, only reproducible
+    @settings(max_examples=200, deadline=None, database=None, phases=[Phase.generate, Phase.shrink])
+    @given(case=cases(steps=("v4",), bugs=True, delays=False))
+    def protocol_is_correct(case):
+        note_scenario(case)
+        verdict, _ = judge(case.build())
+        assert verdict.outcome.kind == "correct"
+
+    with pytest.raises(AssertionError) as failure:
+        protocol_is_correct()
+    notes = "\n".join(getattr(failure.value, "__notes__", []))
+    assert "protosim scenario" in notes
+    toml = notes.split("`protosim run case.toml`):\n", 1)[1]
+    path = tmp_path / "case.toml"
+    path.write_text(toml)
+    scenario = load_scenario(path)  # the printed scenario is a valid file ...
+    verdict, _ = judge(scenario.build())
+    assert verdict.outcome.kind != "correct"  # ... that reproduces the failure
+    assert scenario.config.K == 64  # and it shrank (one k-tile is enough for every v4 bug)

@@ -46,8 +46,9 @@ KNOWN_DISAGREEMENTS: list[dict] = [
                "empty barrier with a reset parity that passes at once, loads into stage 0 and arrives while the "
                "previous load into stage 0 may not have landed.  The model's producer (one step ~300 cycles) "
                "always gets there first and traps (arrival_underflow); on the H200 the full-chip config traps "
-               "too (6/6, agreeing), but three small grids (2-6 CTAs) hang instead (3/3 each).  The race is "
-               "closer than the model resolves; docs/crosscheck.md, 'Known disagreements'.",
+               "too (6/6, agreeing), but three small grids (2-6 CTAs) hang instead (3/3 each).  Traces of the "
+               "carried-phase kernel in two of those grids give a producer step and load latency by which silicon "
+               "should trap too; what the model misses there is not found.  docs/crosscheck.md, 'Known disagreements'.",
     },
     {
         "steps": ("ws",),

@@ -26,7 +26,8 @@ Bug knobs (all default to the correct protocol):
     v4+: no ``cp.async.bulk.wait_group 0`` after the TMA store, so the staging
     tile can be rewritten while the store still reads it.
 
-Delay knobs (``nanosleep``; deterministic, as on silicon):
+Delay knobs (``nanosleep``: PTX sleeps within [0, 2t], so they move timing without pinning it;
+docs/crosscheck.md):
 
 ``producer_delay_ns``  before each TMA load issue;
 ``consumer_delay_ns``  before each MMA issue (after its operands' wait);

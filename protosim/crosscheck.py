@@ -86,7 +86,7 @@ class Prediction:
     """The outcome set of one case, with what each class needs for matching."""
 
     case: Case
-    deterministic: bool
+    delayed: bool
     """Has explicit delays: silicon is also compared with the nominal replay exactly."""
     runs: int
     nominal: str
@@ -106,7 +106,7 @@ class Prediction:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "case": self.case.to_dict(), "label": self.case.label(), "deterministic": self.deterministic, "runs": self.runs,
+            "case": self.case.to_dict(), "label": self.case.label(), "delayed": self.delayed, "runs": self.runs,
             "nominal": self.nominal, "kinds": sorted(self.kinds), "wrong_tiles": sorted(list(t) for t in self.tiles),
             "sites": {str(c): sorted(str(s) for s in ss) for c, ss in sorted(self.sites.items())},
             "finding_kinds": sorted(self.finding_kinds), "cycles": round(self.cycles), "us": round(self.us, 3),
@@ -168,7 +168,7 @@ def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, unt
     start = time.perf_counter()
     schedule = case.build()
     h = content_hash(schedule)
-    pred = Prediction(case=case, deterministic=case.delayed, runs=0, nominal="")
+    pred = Prediction(case=case, delayed=case.delayed, runs=0, nominal="")
     plan = explore_plan(runs, seed, max_stall, sleeps=case.delayed)
     i = 0
     while i < len(plan):
@@ -217,7 +217,7 @@ def matches_nominal(pred: Prediction, obs: Observed) -> bool:
 
 def agree(pred: Prediction, obs: Observed) -> Agreement:
     """Does one silicon launch lie in the predicted set?"""
-    exact = matches_nominal(pred, obs) if pred.deterministic else None
+    exact = matches_nominal(pred, obs) if pred.delayed else None
     if obs.kind not in pred.kinds:
         return Agreement(False, f"silicon {obs.kind} is outside the predicted set {{{', '.join(sorted(pred.kinds))}}}", exact)
     if obs.kind == "wrong":
@@ -450,7 +450,7 @@ def correct_fit(reports: list[CaseReport]) -> dict[str, float] | None:
     both sides and have no explicit delay (a nanosleep's length is not the model's to
     know).  The intercept is what a launch costs outside the kernel's own cycles."""
     pts = [(r.prediction.us, r.measured_ms() * 1000) for r in reports
-           if r.prediction.kinds == {"correct"} and not r.prediction.deterministic and r.measured_ms() is not None]
+           if r.prediction.kinds == {"correct"} and not r.prediction.delayed and r.measured_ms() is not None]
     return _line_fit(*map(list, zip(*pts, strict=True))) if len(pts) >= 2 else None
 
 

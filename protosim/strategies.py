@@ -50,7 +50,7 @@ SMEM_LIMIT = 227 * 1024  # sm_90 max dynamic shared memory per block (CUDA Progr
 EXPECT_TX_DELTAS = (-1024, -16, 16, 1024)
 """Bytes off in ``arrive.expect_tx``: a 16-byte TMA granule and a whole 1 KiB, both signs."""
 DELAYS_NS = (2_000, 20_000)
-"""Explicit ``nanosleep`` delays: 20 us makes a race's outcome deterministic on the H200
+"""Explicit ``nanosleep`` delays: 20 us made most races' outcomes repeatable on the H200
 (DEVICE.md); 2 us is about two k-tiles of work."""
 
 

@@ -86,7 +86,7 @@ def test_exploring_prediction_accepts_the_set_and_rejects_the_rest():
     # completes (Hopper's arriving thread waits on its own arrival): deadlock at mma_bar k1.
     case = Case("v4", GemmConfig(arch="h200", M=128, N=128, K=128, skip_mma_phase_flip=True))
     pred = predict(case, runs=3)
-    assert not pred.deterministic and pred.kinds == {"deadlock"} and pred.runs == 3 * RACY_FACTOR
+    assert not pred.delayed and pred.kinds == {"deadlock"} and pred.runs == 3 * RACY_FACTOR
     hung = Observed("deadlock", site=Site("mma_bar", "mma", 1), cta=0)
     assert agree(pred, hung).agree
     elsewhere = Observed("deadlock", site=Site("tma_bar", "producer", 1), cta=0)
@@ -97,7 +97,7 @@ def test_exploring_prediction_accepts_the_set_and_rejects_the_rest():
 def test_delayed_prediction_explores_nanosleep_and_reports_exactness():
     case = Case("v4", GemmConfig(arch="h200", M=256, N=128, K=256, wait_parity_flip="tma", producer_delay_ns=20000))
     pred = predict(case, runs=3)
-    assert pred.deterministic
+    assert pred.delayed
     assert pred.runs == 3 * RACY_FACTOR  # the nominal replay has findings: a race, so more replays
     assert pred.nominal.startswith("wrong") and pred.nominal_tiles == ((0, 0), (1, 0))
     whole = agree(pred, Observed("wrong", tiles=((0, 0), (1, 0))))

@@ -47,9 +47,9 @@ KNOWN_DISAGREEMENTS: list[dict] = [
                "previous load into stage 0 may not have landed.  The model's producer (one step ~300 cycles) "
                "always gets there first and traps (arrival_underflow); on the H200 the full-chip config traps "
                "too (6/6, agreeing), but three small grids (2-6 CTAs) hang instead (3/3 each).  Traces of the "
-               "carried-phase kernel there make it a tie on silicon (~780 cycles to the arrival against ~790 to the "
-               "landing) where the model has a ~580-cycle margin for the trap: its producer step is ~80 cycles short "
-               "and its one-in-flight DRAM latency long for streamed loads.  docs/crosscheck.md, 'Known disagreements'.",
+               "carried-phase kernel there put silicon's arrival and landing within ~100-150 cycles (~665 against "
+               "~790) where the model has a ~580-cycle margin for the trap: its producer step is short and its "
+               "one-in-flight DRAM latency long for streamed loads.  docs/crosscheck.md, 'Known disagreements'.",
     },
     {
         "steps": ("ws",),

@@ -115,7 +115,25 @@ def _toml_value(v: Any) -> str:
 def note_scenario(case: Case) -> None:
     """Attach ``case`` as a scenario file to the current Hypothesis example: when the
     test fails, Hypothesis prints it after shrinking, ready to save and ``protosim run``."""
-    note("protosim scenario (save as case.toml, then `protosim run case.toml`):\n" + scenario_toml(case))
+    # Hypothesis may print more notes after this one (under CI it adds a
+    # @reproduce_failure blob), so the file is fenced by TOML comments: copying
+    # the fences along is harmless, and a script can cut the block out exactly.
+    note("protosim scenario (save the fenced lines below as case.toml, then `protosim run case.toml`):\n"
+         f"{SCENARIO_BEGIN}\n{scenario_toml(case)}{SCENARIO_END}")
+
+
+SCENARIO_BEGIN = "# --- begin protosim scenario ---"
+SCENARIO_END = "# --- end protosim scenario ---"
+
+
+def scenario_from_notes(text: str) -> str:
+    """The scenario file inside printed Hypothesis notes (the first fenced block)."""
+    try:
+        start = text.index(SCENARIO_BEGIN)
+        end = text.index(SCENARIO_END, start)
+    except ValueError:
+        raise ValueError("no protosim scenario in the text: the failing test must call note_scenario(case)") from None
+    return text[start:end + len(SCENARIO_END)] + "\n"
 
 
 @st.composite

@@ -11,7 +11,10 @@ get a child of their own per launch.  A child that outlives ``--child-timeout``
 is killed and its launch recorded as a host-side ``timeout``.
 
 Every launch draws fresh random inputs (never zeros) and fills D with NaN, so a
-tile nobody wrote is wrong; the reference is fp32 through torch.  Outcomes:
+tile nobody wrote is wrong; the reference is fp32 through torch.  The inputs are
+written just before the launch, so they start in L2 when they fit; ``--l2 flush``
+writes a scratch buffer of 4x the L2 after them, so the kernel reads them from
+DRAM (each record says which: ``l2_at_launch``).  Outcomes:
 ``correct``; ``wrong`` (which output tiles, their relative error); ``timeout``
 (the kernel's watchdog record: barrier, role, iteration); ``fault``.
 """
@@ -112,7 +115,15 @@ def _trace_summary(torch, trace) -> dict:
     }
 
 
-def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int) -> dict:
+def flush_l2(torch) -> None:
+    """Evict everything from L2 by writing a buffer of 4x its size (writes allocate in L2)."""
+    size = 4 * torch.cuda.get_device_properties(0).L2_cache_size
+    scratch = torch.empty(size // 4, device="cuda", dtype=torch.int32)
+    scratch.fill_(1)
+    del scratch
+
+
+def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str = "inputs") -> dict:
     cfg = job["spec"]["config"]
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     seed = int.from_bytes(os.urandom(4), "little")
@@ -123,6 +134,8 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int) -> dict:
     diag = torch.zeros(DIAG_WORDS, device="cuda", dtype=torch.int32)
     trace = torch.zeros(TRACE_CAP, 4, device="cuda", dtype=torch.int64)
     delays = job["delays"]
+    if l2 == "flushed":
+        flush_l2(torch)
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     record = {"launch": launch, "seed": seed, "timeout_cycles": timeout_cycles}
@@ -209,7 +222,7 @@ def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: 
             if job["kind"] == "bench":
                 rec = run_bench(torch, fn, job)
             else:
-                rec = run_launch(torch, fn, job, launch, timeout_cycles)
+                rec = run_launch(torch, fn, job, launch, timeout_cycles, meta.get("l2_at_launch", "inputs"))
             full = {"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta, "job": job_index,
                     "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
                     "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
@@ -327,7 +340,7 @@ def parent_main(args) -> int:
     forking = not args.no_fork and _preload_torch()
     print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id}; "
           f"{'children forked from a parent with torch imported' if forking else 'children start fresh interpreters'})", flush=True)
-    meta = {"commit": args.commit, "run": run_id}
+    meta = {"commit": args.commit, "run": run_id, "l2_at_launch": "flushed" if args.l2 == "flush" else "inputs"}
     for group in groups:
         remaining = list(group)
         while remaining:
@@ -388,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-cycles", type=int, default=DEFAULT_TIMEOUT_CYCLES, help="the kernels' watchdog budget per wait")
     ap.add_argument("--child-timeout", type=float, default=300.0, help="seconds before a silent child is killed")
     ap.add_argument("--commit", default=os.environ.get("PROTOSIM_COMMIT", "unknown"), help="git commit the bundle was built from")
+    ap.add_argument("--l2", choices=("warm", "flush"), default="warm",
+                    help="warm (default): the inputs, just written, start in L2; flush: evict L2 after writing them")
     ap.add_argument("--no-fork", action="store_true", help="start each child as a fresh interpreter (default: fork from a parent that imported torch)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tasks", help=argparse.SUPPRESS)

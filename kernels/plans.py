@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from protosim.config import ConfigError, GemmConfig
+from protosim.config import L2_AT_LAUNCH, ConfigError, GemmConfig
 
 from .spec import KernelSpec
 
@@ -25,13 +25,16 @@ LAG_DELAY = {**NO_DELAY, "lag_warp": 1, "lag_ns": 20_000}
 
 @dataclass(frozen=True)
 class Job:
-    """Run ``spec`` ``launches`` times with ``delays``; ``kind`` is ``outcome`` or ``bench``."""
+    """Run ``spec`` ``launches`` times with ``delays``; ``kind`` is ``outcome`` or ``bench``.
+    ``l2_at_launch``: ``inputs`` launches right after writing the inputs (they start in
+    L2 where they fit); ``cold`` evicts L2 first (``GemmConfig.l2_at_launch``)."""
 
     spec: KernelSpec
     delays: dict = field(default_factory=lambda: dict(NO_DELAY))
     launches: int = 3
     kind: str = "outcome"
     may_fault: bool = False
+    l2_at_launch: str = "inputs"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -46,7 +49,10 @@ class Job:
         unknown = set(d.get("delays", {})) - set(NO_DELAY)
         if unknown:
             raise ConfigError("delays", f"unknown delay knob(s) {sorted(unknown)}; known: {', '.join(NO_DELAY)}")
-        return cls(spec, {**NO_DELAY, **d.get("delays", {})}, d.get("launches", 3), d.get("kind", "outcome"), d.get("may_fault", False))
+        l2 = d.get("l2_at_launch", "inputs")
+        if l2 not in L2_AT_LAUNCH:
+            raise ConfigError("l2_at_launch", f"{l2!r}; use {' or '.join(map(repr, L2_AT_LAUNCH))}")
+        return cls(spec, {**NO_DELAY, **d.get("delays", {})}, d.get("launches", 3), d.get("kind", "outcome"), d.get("may_fault", False), l2)
 
 
 def load_plan_file(path) -> list[Job]:

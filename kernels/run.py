@@ -12,9 +12,10 @@ is killed and its launch recorded as a host-side ``timeout``.
 
 Every launch draws fresh random inputs (never zeros) and fills D with NaN, so a
 tile nobody wrote is wrong; the reference is fp32 through torch.  The inputs are
-written just before the launch, so they start in L2 when they fit; ``--l2 flush``
-writes a scratch buffer of 4x the L2 after them, so the kernel reads them from
-DRAM (each record says which: ``l2_at_launch``).  Outcomes:
+written just before the launch, so they start in L2 when they fit; a job with
+``l2_at_launch = "cold"`` (or every job, under ``--l2 flush``) has a scratch buffer
+of 4x the L2 written after them, so the kernel reads them from DRAM.  Each record
+says which: ``l2_at_launch`` is ``inputs`` or ``flushed``.  Outcomes:
 ``correct``; ``wrong`` (which output tiles, their relative error); ``timeout``
 (the kernel's watchdog record: barrier, role, iteration); ``fault``.
 """
@@ -123,6 +124,11 @@ def flush_l2(torch) -> None:
     del scratch
 
 
+def l2_state(job: dict, meta: dict) -> str:
+    """What L2 holds at this job's launches, as the record says it: ``inputs`` or ``flushed``."""
+    return "flushed" if meta.get("l2") == "flush" or job.get("l2_at_launch") == "cold" else "inputs"
+
+
 def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str = "inputs") -> dict:
     cfg = job["spec"]["config"]
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
@@ -222,7 +228,8 @@ def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: 
             if job["kind"] == "bench":
                 rec = run_bench(torch, fn, job)
             else:
-                rec = run_launch(torch, fn, job, launch, timeout_cycles, meta.get("l2_at_launch", "inputs"))
+                l2 = l2_state(job, meta)
+                rec = {"l2_at_launch": l2, **run_launch(torch, fn, job, launch, timeout_cycles, l2)}
             full = {"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta, "job": job_index,
                     "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
                     "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
@@ -340,7 +347,7 @@ def parent_main(args) -> int:
     forking = not args.no_fork and _preload_torch()
     print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id}; "
           f"{'children forked from a parent with torch imported' if forking else 'children start fresh interpreters'})", flush=True)
-    meta = {"commit": args.commit, "run": run_id, "l2_at_launch": "flushed" if args.l2 == "flush" else "inputs"}
+    meta = {"commit": args.commit, "run": run_id, **({"l2": "flush"} if args.l2 == "flush" else {})}
     for group in groups:
         remaining = list(group)
         while remaining:
@@ -371,7 +378,8 @@ def parent_main(args) -> int:
                                         **host_environment(), "tvm": None, "job": job_index, "launch": launch, "kind": job["kind"],
                                         "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
                                         "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]),
-                                        "delays": job["delays"], "outcome": outcome, **evidence}) + "\n")
+                                        "delays": job["delays"], "l2_at_launch": l2_state(job, meta), "outcome": outcome,
+                                        **evidence}) + "\n")
                 left = left[1:]
             remaining = left
             print(f"  {len(_records_for(args.out, run_id))}/{total} launches recorded", flush=True)
@@ -401,8 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-cycles", type=int, default=DEFAULT_TIMEOUT_CYCLES, help="the kernels' watchdog budget per wait")
     ap.add_argument("--child-timeout", type=float, default=300.0, help="seconds before a silent child is killed")
     ap.add_argument("--commit", default=os.environ.get("PROTOSIM_COMMIT", "unknown"), help="git commit the bundle was built from")
-    ap.add_argument("--l2", choices=("warm", "flush"), default="warm",
-                    help="warm (default): the inputs, just written, start in L2; flush: evict L2 after writing them")
+    ap.add_argument("--l2", choices=("job", "flush"), default="job",
+                    help="job (default): as each job says (inputs just written start in L2 unless it says cold); "
+                         "flush: evict L2 after writing the inputs, for every job")
     ap.add_argument("--no-fork", action="store_true", help="start each child as a fresh interpreter (default: fork from a parent that imported torch)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tasks", help=argparse.SUPPRESS)

@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from protosim.config import F16_BYTES, ConfigError, GemmConfig
+from protosim.config import F16_BYTES, LAUNCH_KNOBS, ConfigError, GemmConfig
 
 STEPS = ("v2", "v3", "v4", "v5", "v6", "ws")
 H200_SMS = 132  # protosim/arch/h200.toml sm_count; the persistent grid's default
@@ -58,7 +58,9 @@ class KernelSpec:
         return f"h200_{self.step}_{c.M}x{c.N}x{c.K}_p{c.PIPE_DEPTH}_{knobs}{'_trace' if self.trace else ''}"
 
     def to_dict(self) -> dict:
-        return {"step": self.step, "config": self.config.to_dict(), "trace": self.trace}
+        """Launch conditions (``LAUNCH_KNOBS``) are left out: they do not change the binary."""
+        config = {k: v for k, v in self.config.to_dict().items() if k not in LAUNCH_KNOBS}
+        return {"step": self.step, "config": config, "trace": self.trace}
 
     @property
     def key(self) -> str:

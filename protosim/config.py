@@ -32,6 +32,13 @@ docs/crosscheck.md):
 ``producer_delay_ns``  before each TMA load issue;
 ``consumer_delay_ns``  before each MMA issue (after its operands' wait);
 ``lag_warp`` / ``lag_ns``  one warp sleeps before each of its barrier waits.
+
+Launch condition:
+``l2_at_launch``
+    ``"cold"``: nothing the kernel reads is in L2 when it starts (first touches come
+    from DRAM).  ``"inputs"``: A and B were written just before the launch (then D),
+    so they start in L2 as far as they fit -- what ``kernels.run`` does unless told
+    to flush.  On the H200 this decides the ws phase-reset race (docs/crosscheck.md).
 """
 
 from __future__ import annotations
@@ -78,6 +85,8 @@ class GemmConfig:
     consumer_delay_ns: int = 0
     lag_warp: int = 1
     lag_ns: int = 0
+    # launch condition
+    l2_at_launch: Literal["cold", "inputs"] = "cold"
 
     @property
     def k_tiles(self) -> int:
@@ -160,6 +169,8 @@ class GemmConfig:
         for name in ("producer_delay_ns", "consumer_delay_ns", "lag_ns"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, f"{getattr(self, name)} must be >= 0")
+        if self.l2_at_launch not in L2_AT_LAUNCH:
+            raise ConfigError("l2_at_launch", f"{self.l2_at_launch!r}; use 'cold' or 'inputs'")
         if self.stage_bytes + self.expect_tx_delta < 0:
             raise ConfigError("expect_tx_delta", f"expect_tx would be negative ({self.stage_bytes + self.expect_tx_delta} bytes)")
 
@@ -173,6 +184,9 @@ BUG_KNOBS = (
     "skip_store_wait",
 )
 DELAY_KNOBS = ("producer_delay_ns", "consumer_delay_ns", "lag_warp", "lag_ns")
+LAUNCH_KNOBS = ("l2_at_launch",)
+"""Conditions of a launch, not of the binary: kernels take them from the job."""
+L2_AT_LAUNCH = ("cold", "inputs")
 
 _FIELD_TYPES: dict[str, type] = {
     f.name: (int if f.type in ("int", "int | None") else bool if f.type == "bool" else str)

@@ -25,8 +25,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from protosim.config import GemmConfig
-from protosim.engine import explore_plan
+from protosim.config import LAUNCH_KNOBS, GemmConfig
+from protosim.engine import explore_plan, race_plan
 from protosim.ir import content_hash
 from protosim.strategies import Case
 from protosim.verdict import judge
@@ -62,8 +62,11 @@ class Observed:
 
 
 def case_of(record: dict[str, Any]) -> Case:
-    """The case a launch record ran: its step and config with its delays applied."""
-    return Case(record["step"], GemmConfig.from_dict({**record["config"], **record.get("delays", {})}))
+    """The case a launch record ran: its step and config with its delays and L2 state
+    applied.  ``kernels.run`` has always written the inputs just before the launch, so a
+    record says ``flushed`` only when the run evicted them (``--l2 flush``)."""
+    l2 = "cold" if record.get("l2_at_launch") == "flushed" else "inputs"
+    return Case(record["step"], GemmConfig.from_dict({**record["config"], **record.get("delays", {}), "l2_at_launch": l2}))
 
 
 def observe(record: dict[str, Any]) -> Observed:
@@ -159,8 +162,9 @@ hinge on races; it gets this many times the replays (a clean nominal rarely move
 
 def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, until=None) -> Prediction:
     """Replay ``case`` nominally, then under seeded perturbations: ``runs - 1`` of them,
-    or ``RACY_FACTOR * runs - 1`` when the nominal replay has findings.  With explicit
-    delays the perturbations also vary every nanosleep within PTX's [0, 2t].
+    or ``RACY_FACTOR * runs - 1`` plus the race-resolution replays (``race_plan``) when
+    the nominal replay has findings.  With explicit delays the perturbations also vary
+    every nanosleep within PTX's [0, 2t].
 
     ``until(prediction)``, if given, is asked after each replay and stops the plan early
     when it says yes.  Agreement only grows as replays add to the set, so stopping once
@@ -187,7 +191,8 @@ def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, unt
             pred.cycles = verdict.timing.cycles
             pred.us = verdict.timing.microseconds
             if verdict.findings and runs > 1:
-                plan = explore_plan(RACY_FACTOR * runs, seed, max_stall, sleeps=case.delayed)
+                plan = explore_plan(RACY_FACTOR * runs, seed, max_stall, sleeps=case.delayed, far_l2=True) + \
+                    race_plan(tuple(r.name for r in schedule.roles))
         i += 1
         if until is not None and until(pred):
             break
@@ -316,13 +321,15 @@ def draw_cases(n: int, seed: int = 0, **strategy_args) -> list[Case]:
 
 def job_for(case: Case, pred: Prediction | None, launches: int = 3) -> dict[str, Any]:
     """The ``kernels.build`` / ``kernels.run`` job (``Job.to_dict`` form) that runs ``case``:
-    delays are launch arguments, so they leave the binary's config for the job's ``delays``.
+    delays are launch arguments and the L2 state a launch condition, so they leave the
+    binary's config for the job's ``delays`` and ``l2_at_launch``.
     A case the simulator says may fault gets a process per launch (``may_fault``)."""
     cfg = case.config.to_dict()
     delays = {k: cfg.pop(k) for k in DELAY_FIELDS}
-    binary = GemmConfig.from_dict(cfg).to_dict()
-    return {"spec": {"step": case.step, "config": binary, "trace": False}, "delays": delays, "launches": launches,
-            "kind": "outcome", "may_fault": bool(pred and "fault" in pred.kinds)}
+    l2 = cfg.pop("l2_at_launch")
+    binary = {k: v for k, v in GemmConfig.from_dict(cfg).to_dict().items() if k not in LAUNCH_KNOBS}
+    return {"spec": {"step": case.step, "config": binary, "trace": False}, "delays": delays, "l2_at_launch": l2,
+            "launches": launches, "kind": "outcome", "may_fault": bool(pred and "fault" in pred.kinds)}
 
 
 def predict_many(cases_: list[Case], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None) -> list[Prediction]:

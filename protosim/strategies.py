@@ -80,7 +80,8 @@ class Case:
         knobs = ",".join(f"{k}={v}" for k, v in sorted(c.bug_knobs.items())) or "correct"
         delays = ",".join(f"{k}={getattr(c, k)}" for k in ("producer_delay_ns", "consumer_delay_ns", "lag_ns") if getattr(c, k))
         return f"{self.step} {c.M}x{c.N}x{c.K} p{c.PIPE_DEPTH}" + (f" sm{c.sm_count}" if c.sm_count else "") + \
-            f" {knobs}" + (f" [{delays}" + (f" warp {c.lag_warp}" if c.lag_ns else "") + "]" if delays else "")
+            f" {knobs}" + (f" [{delays}" + (f" warp {c.lag_warp}" if c.lag_ns else "") + "]" if delays else "") + \
+            (" L2 cold" if c.l2_at_launch == "cold" else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.step, "config": self.config.to_dict()}
@@ -169,10 +170,12 @@ def _delays(draw) -> dict[str, Any]:
 
 @st.composite
 def cases(draw, steps: tuple[str, ...] = STEPS, bugs: bool | None = None, delays: bool | None = None,
-          max_ctas: int = 16, max_k_tiles: int = 20, arch: str = "h200") -> Case:
+          max_ctas: int = 16, max_k_tiles: int = 20, arch: str = "h200", l2: tuple[str, ...] = ("inputs", "cold")) -> Case:
     """A :class:`Case`.  ``bugs`` / ``delays``: ``True`` always one, ``False`` never,
     ``None`` either (the draw decides).  Grids stay within ``max_ctas`` CTAs (v2-v5)
-    or ``max_ctas`` output tiles (v6/ws, on up to that many persistent CTAs)."""
+    or ``max_ctas`` output tiles (v6/ws, on up to that many persistent CTAs).
+    ``l2``: the launch conditions to draw ``l2_at_launch`` from (``inputs`` first: it
+    is what a launch right after writing the inputs sees, and what shrinking keeps)."""
     step = draw(st.sampled_from(steps))
     blk_n = draw(st.sampled_from(BLK_N_CHOICES))
     # The largest draw (BLK_N 128, 4 stages) needs 161 KiB of shared memory, within sm_90's
@@ -197,6 +200,7 @@ def cases(draw, steps: tuple[str, ...] = STEPS, bugs: bool | None = None, delays
     with_delay = draw(st.booleans()) if delays is None else delays
     if with_delay:
         fields.update(draw(_delays()))
+    fields["l2_at_launch"] = draw(st.sampled_from(l2))
     return Case(step, GemmConfig(**fields))
 
 

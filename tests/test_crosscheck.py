@@ -13,6 +13,7 @@ from kernels.spec import check
 from protosim.cli import main
 from protosim.config import GemmConfig
 from protosim.crosscheck import RACY_FACTOR, Observed, Site, agree, case_of, draw_cases, job_for, observe, predict
+from protosim.engine import race_plan
 from protosim.scenarios import load_scenario
 from protosim.strategies import Case, cases, scenario_toml
 
@@ -81,12 +82,16 @@ def test_job_moves_delays_out_of_the_binary():
     assert Job.from_dict(job).spec.config.wait_parity_flip == "tma"  # the build side reads it back
 
 
+def _race_replays(case) -> int:
+    return len(race_plan(tuple(r.name for r in case.build().roles)))
+
+
 def test_exploring_prediction_accepts_the_set_and_rejects_the_rest():
     # K_TILES = 2 without the MMA phase flip: the second MMA wait names a phase that never
     # completes (Hopper's arriving thread waits on its own arrival): deadlock at mma_bar k1.
     case = Case("v4", GemmConfig(arch="h200", M=128, N=128, K=128, skip_mma_phase_flip=True))
     pred = predict(case, runs=3)
-    assert not pred.delayed and pred.kinds == {"deadlock"} and pred.runs == 3 * RACY_FACTOR
+    assert not pred.delayed and pred.kinds == {"deadlock"} and pred.runs == 3 * RACY_FACTOR + _race_replays(case)
     hung = Observed("deadlock", site=Site("mma_bar", "mma", 1), cta=0)
     assert agree(pred, hung).agree
     elsewhere = Observed("deadlock", site=Site("tma_bar", "producer", 1), cta=0)
@@ -98,7 +103,7 @@ def test_delayed_prediction_explores_nanosleep_and_reports_exactness():
     case = Case("v4", GemmConfig(arch="h200", M=256, N=128, K=256, wait_parity_flip="tma", producer_delay_ns=20000))
     pred = predict(case, runs=3)
     assert pred.delayed
-    assert pred.runs == 3 * RACY_FACTOR  # the nominal replay has findings: a race, so more replays
+    assert pred.runs == 3 * RACY_FACTOR + _race_replays(case)  # the nominal replay has findings: a race, so more replays
     assert pred.nominal.startswith("wrong") and pred.nominal_tiles == ((0, 0), (1, 0))
     whole = agree(pred, Observed("wrong", tiles=((0, 0), (1, 0))))
     assert whole.agree and whole.exact is True

@@ -41,23 +41,13 @@ KNOWN_DISAGREEMENTS: list[dict] = [
     {
         "steps": ("ws",),
         "knobs": {"reset_phase_per_tile": True},
-        "delayed": False,
-        "why": "ws with phases reset per tile and odd K_TILES: at a tile boundary the producer waits on the "
-               "empty barrier with a reset parity that passes at once, loads into stage 0 and arrives while the "
-               "previous load into stage 0 may not have landed.  The model's producer (one step ~300 cycles) "
-               "always gets there first and traps (arrival_underflow); on the H200 the full-chip config traps "
-               "too (6/6, agreeing), but three small grids (2-6 CTAs) hang instead (3/3 each).  Traces of the "
-               "carried-phase kernel there put silicon's arrival and landing within ~100-150 cycles (~665 against "
-               "~790) where the model has a ~580-cycle margin for the trap: its producer step is short and its "
-               "one-in-flight DRAM latency long for streamed loads.  docs/crosscheck.md, 'Known disagreements'.",
-    },
-    {
-        "steps": ("ws",),
-        "knobs": {"reset_phase_per_tile": True},
         "delayed": True,
-        "why": "the same race with a 20 us producer nanosleep: the H200's ws producer sleeps ~3 us on average "
-               "(run times), so the sleep range matters; the model's replays over [0, 2t] reach deadlock, wrong "
-               "and fault, but never hang CTA 90 where silicon's first timeout was.  docs/crosscheck.md.",
+        "why": "ws with phases reset per tile, odd K_TILES, the full chip (132 CTAs) and a 20 us producer "
+               "nanosleep: every silicon launch (9/9) times out at tma_bar (mma) k33, the site the model's "
+               "replays also hang CTAs in, but the first CTA to time out differs in each launch (90, 93, 100, "
+               "39, 31, 75, 96, 85, 36) and the replays hang only some of them there (36 and 85 among these).  "
+               "Which CTAs of a symmetric grid lose a per-CTA race is below the model's resolution; the site "
+               "rule still asks for the CTA.  docs/crosscheck.md, 'Known disagreement'.",
     },
 ]
 

@@ -1,6 +1,6 @@
 """The SimPy engine: replays a schedule and writes one event log."""
 
 from protosim.engine.machine import Blocked, Machine, RunResult, Trap, replay, smem_bytes
-from protosim.engine.perturb import Perturbation, explore_plan
+from protosim.engine.perturb import Perturbation, explore_plan, race_plan
 
-__all__ = ["Blocked", "Machine", "RunResult", "Trap", "replay", "smem_bytes", "Perturbation", "explore_plan"]
+__all__ = ["Blocked", "Machine", "RunResult", "Trap", "replay", "smem_bytes", "Perturbation", "explore_plan", "race_plan"]

@@ -30,7 +30,7 @@ from protosim.arch import ArchProfile, load_profile
 from protosim.engine.log import EventLog
 from protosim.engine.order import fresh, join_into, joined
 from protosim.engine.perturb import Perturbation, Perturber
-from protosim.engine.units import LatencyTables, MemorySystem, SmUnits
+from protosim.engine.units import LatencyTables, MemorySystem, SmUnits, l2_resident
 from protosim.gcpause import gc_paused
 from protosim.ir import (
     WARP_PART,
@@ -306,7 +306,7 @@ class Machine:
         self.timing = Perturber(self.perturbation)
         self.env = simpy.Environment()
         self.log = EventLog()
-        self.memory = MemorySystem(self.arch)
+        self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch))
         self.latency = LatencyTables(self.arch)
         self.sms = [SmUnits(i, self.arch) for i in range(self.arch.sm_count)]
         self.trap: Trap | None = None
@@ -557,7 +557,8 @@ class Machine:
 
     def _wait_skew(self, w: _Warp, op: Wait) -> float:
         p = self.perturbation
-        return p.skew_cycles if p.skew_cycles and w.warp == p.skew_warp else 0.0
+        hit = w.warp == p.skew_warp and (not p.skew_role or w.role_name == p.skew_role)
+        return p.skew_cycles if hit else 0.0
 
     def _wait(self, w: _Warp, i: int, op: Wait) -> simpy.Event | None:
         """Probe the barrier at the warp's real time; block unless the parity's phase is done."""
@@ -601,6 +602,8 @@ class Machine:
         hit, chip_done = self.memory.read(now, op.src or op.dst.content, op.bytes)
         sm_done = w.cta.sm.tma.serve(now, op.bytes)
         lat, base = self.latency.load(hit, op.bytes)
+        if hit and self.perturbation.l2_hit_extra:
+            lat, base = lat + self.perturbation.l2_hit_extra, base + self.perturbation.l2_hit_extra
         land = max(now + timing.scale(lat), max(sm_done, chip_done) + timing.scale(base)) + timing.unit_stall()
         cta = w.cta
         self.log.emit(now, "issue", cta.index, w.who, i, what="tma_load", threads=1, tile=op.tile, k=op.k,
@@ -727,7 +730,7 @@ class Machine:
         part = w.warp if op.dst.part == WARP_PART else op.dst.part
         hit, chip_done = self.memory.read(now, f"{op.src or op.dst.content}#{part}", op.bytes)
         lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
-        lat = self.timing.scale(arch.global_load_l2_cycles if hit else arch.global_load_dram_cycles)
+        lat = self.timing.scale(arch.global_load_l2_cycles + self.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
         done = max(lsu_done, chip_done) + lat + arch.smem_latency
         return min(now + lat, done), done
 

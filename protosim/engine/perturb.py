@@ -40,6 +40,10 @@ class Perturbation:
     unit_stalls: bool = True
     skew_warp: int = 1
     skew_cycles: int = 0
+    skew_role: str = ""
+    """Only that role's warp ``skew_warp`` lags (empty: warp ``skew_warp`` of every role)."""
+    l2_hit_extra: int = 0
+    """Cycles added to every L2 hit (the far L2 partition; :data:`L2_FAR_EXTRA_CYCLES`)."""
     sleep_lo: float = 1.0
     sleep_hi: float = 1.0
 
@@ -50,7 +54,7 @@ class Perturbation:
     @property
     def active(self) -> bool:
         return (self.jitter > 0 or (self.stall_prob > 0 and self.stall_max > 0) or self.skew_cycles > 0
-                or (self.sleep_lo, self.sleep_hi) != (1.0, 1.0))
+                or (self.sleep_lo, self.sleep_hi) != (1.0, 1.0) or self.l2_hit_extra > 0)
 
     @property
     def magnitude(self) -> float:
@@ -70,9 +74,12 @@ class Perturbation:
             where = "warps+units" if self.warp_stalls and self.unit_stalls else "warps" if self.warp_stalls else "units"
             parts.append(f"{where} stall p={self.stall_prob:g} ≤{self.stall_max} cyc")
         if self.skew_cycles:
-            parts.append(f"warp {self.skew_warp} lags {self.skew_cycles} cyc before each wait")
+            who = f"{self.skew_role}.w{self.skew_warp}" if self.skew_role else f"warp {self.skew_warp}"
+            parts.append(f"{who} lags {self.skew_cycles} cyc before each wait")
         if (self.sleep_lo, self.sleep_hi) != (1.0, 1.0):
             parts.append(f"nanosleep x{self.sleep_lo:g}..{self.sleep_hi:g}")
+        if self.l2_hit_extra:
+            parts.append(f"L2 hits +{self.l2_hit_extra} cyc")
         return f"seed {self.seed}: " + ", ".join(parts)
 
 
@@ -117,11 +124,13 @@ SLEEP_RANGES = ((0.0, 2.0), (0.0, 0.25), (0.25, 1.0), (1.0, 2.0))
 PTX's whole [0, 2] and three slices of it, so short and long sleeps both get runs."""
 
 
-def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000, sleeps: bool = False) -> list[Perturbation]:
+def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000, sleeps: bool = False, far_l2: bool = False) -> list[Perturbation]:
     """``runs`` perturbations: the nominal replay first, then a seeded rotation of
     jitter only, warp stalls, unit stalls and both (each with some jitter), stall
     sizes spread up to ``max_stall`` cycles.  Warps and units are stalled apart as
-    well as together because some hazards need one side slow and the other not."""
+    well as together because some hazards need one side slow and the other not.
+    ``far_l2``: L2 hits also rotate through 0, half and all of
+    :data:`L2_FAR_EXTRA_CYCLES` (the same draws otherwise)."""
     rng = random.Random(seed)
     plan = [Perturbation.none()]
     for i in range(1, runs):
@@ -131,6 +140,36 @@ def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000, sleeps: bool =
         stall_prob = rng.choice((0.01, 0.05, 0.2)) if stall_max else 0.0
         # offset every fourth run so sleep ranges do not pair with one style for good
         lo, hi = SLEEP_RANGES[(i - 1 + (i - 1) // len(STYLES)) % len(SLEEP_RANGES)] if sleeps else (1.0, 1.0)
+        # a rotation, not a draw: the other draws stay what they were without it
+        far = L2_FAR_EXTRA_CYCLES * ((i - 1) // len(STYLES) % 3) // 2 if far_l2 else 0
         plan.append(Perturbation(seed=seed * 100003 + i, jitter=jitter, stall_prob=stall_prob, stall_max=stall_max,
-                                 warp_stalls="warps" in style, unit_stalls="units" in style, sleep_lo=lo, sleep_hi=hi))
+                                 warp_stalls="warps" in style, unit_stalls="units" in style, sleep_lo=lo, sleep_hi=hi,
+                                 l2_hit_extra=far))
     return plan[:runs]
+
+
+# Race resolution.  A replay orders two events by the model's cycle counts; when
+# they are closer than the model's known timing error, silicon may order them the
+# other way, and the model should not claim one winner (docs/crosscheck.md,
+# "Races below the model's resolution").  These are the two errors we measured.
+RACE_SKEW_CYCLES = (130, 260)
+"""How much slower per step a role's issuing warp may be than modelled: up to 260
+cycles, the excess of silicon's k-iteration over the model's where one CTA has the SM
+(v6, 4 stages, 4096^3: 1,514 against 1,250 cycles per iteration; H200 bench records,
+docs/crosscheck.md "Timing"), and half of it."""
+L2_FAR_EXTRA_CYCLES = 235
+"""How much slower an L2 hit may be than the measured table: far-partition against
+near-partition L2 latency, ~600 against ~365 cycles (HPMLL/NVIDIA-Hopper-Benchmark,
+H800; TIMING_SOURCES.md).  The table's 2 KiB hit (361) is a near-partition number,
+and a tile's lines are spread over both partitions."""
+
+
+def race_plan(roles: tuple[str, ...]) -> list[Perturbation]:
+    """Replays that push the model's closest races the other way: each role's first warp
+    (the one that issues TMA / MMA in every builder) slower per step by each of
+    :data:`RACE_SKEW_CYCLES`, L2 hits at the far partition's latency, and both."""
+    plan = [Perturbation(skew_role=r, skew_warp=0, skew_cycles=s) for r in roles for s in RACE_SKEW_CYCLES]
+    plan.append(Perturbation(l2_hit_extra=L2_FAR_EXTRA_CYCLES))
+    plan += [Perturbation(skew_role=r, skew_warp=0, skew_cycles=max(RACE_SKEW_CYCLES), l2_hit_extra=L2_FAR_EXTRA_CYCLES)
+             for r in roles]
+    return plan

@@ -13,6 +13,8 @@ SimPy events: only the landing is an event.
 The L2 is an LRU of the profile's capacity keyed by global tile id: the first
 touch of a tile comes from DRAM, later touches hit until evicted.  That makes
 the persistent scheduler's ``l2_group_size`` matter, as it does on silicon.
+What the L2 holds when the kernel starts is a launch condition
+(``l2_at_launch``): cold, or the inputs just written (:func:`resident_at_launch`).
 
 The tensor core is an in-order queue per SM: an MMA of occupancy ``o`` starts at
 ``max(now, free_at)``, frees the unit at ``start + o`` and completes (results
@@ -22,9 +24,59 @@ and the latency of TIMING_SOURCES.md.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 from protosim.arch import ArchProfile, interpolate
+from protosim.ir import WARP_PART, CpAsync, GlobalStore, Schedule, ScheduleError, ThreadCopy, TmaLoad, TmaStore
+
+_TENSOR = re.compile(r"[A-Za-z_]\w*?(?=[\[(@#{]|$)")
+
+
+def tensor_of(key: str) -> str:
+    """The global tensor a tile key names: ``A[m=0,k=3]`` -> ``A``, ``a@7#2`` -> ``a``."""
+    m = _TENSOR.match(key)
+    return m.group(0) if m else key
+
+
+def l2_resident(schedule: Schedule, arch: ArchProfile) -> frozenset[str]:
+    """The tensors in L2 at launch under the schedule's ``l2_at_launch`` (default cold)."""
+    state = schedule.config.get("l2_at_launch", "cold")
+    if state == "cold":
+        return frozenset()
+    if state == "inputs":
+        return resident_at_launch(schedule, arch.l2_bytes)
+    raise ScheduleError(f"schedule {schedule.name!r}: l2_at_launch = {state!r}; use 'cold' or 'inputs'")
+
+
+def resident_at_launch(schedule: Schedule, capacity: int) -> frozenset[str]:
+    """The input tensors still in L2 when the kernel starts, if its inputs were written
+    just before the launch (in the order the kernel first reads them) and then its
+    outputs -- what ``kernels.run`` does.  L2 keeps the most recent writes: walking back
+    from the outputs, a tensor is resident while it and everything written after it
+    fit.  A tensor that only partly fits counts as cold (the conservative side)."""
+    reads: dict[str, dict[str, int]] = {}
+    written = 0
+    for cta in schedule.ctas:
+        for role, ops in zip(schedule.roles, cta.roles, strict=True):
+            for op in ops:
+                if isinstance(op, TmaLoad):
+                    key = op.src or op.dst.content
+                    reads.setdefault(tensor_of(key), {})[key] = op.bytes
+                elif isinstance(op, (ThreadCopy, CpAsync)):
+                    key = op.src or op.dst.content
+                    reads.setdefault(tensor_of(key), {})[key] = op.bytes * (role.warps if op.dst.part == WARP_PART else 1)
+                elif isinstance(op, TmaStore):
+                    written += op.bytes
+                elif isinstance(op, GlobalStore):
+                    written += op.bytes * role.warps
+    resident = []
+    for name in reversed(list(reads)):
+        written += sum(reads[name].values())
+        if written > capacity:
+            break
+        resident.append(name)
+    return frozenset(resident)
 
 
 class Pipe:
@@ -50,7 +102,9 @@ class Pipe:
 class MemorySystem:
     """Chip-wide L2 and HBM bandwidth shared by all SMs, and the L2's contents."""
 
-    def __init__(self, arch: ArchProfile):
+    def __init__(self, arch: ArchProfile, resident: frozenset[str] = frozenset()):
+        self.resident = resident
+        """Tensors in L2 at launch: the first touch of their tiles hits."""
         self.l2_pipe = Pipe(arch.l2_bytes_per_clk)
         self.hbm_pipe = Pipe(arch.hbm_bytes_per_clk)
         self.capacity = arch.l2_bytes
@@ -62,6 +116,8 @@ class MemorySystem:
     def read(self, now: float, key: str, nbytes: int) -> tuple[bool, float]:
         """A read of global tile ``key``: (L2 hit?, when its last byte clears the chip)."""
         lru = self._lru
+        if key not in lru and self.resident and tensor_of(key) in self.resident:
+            self._insert(key, nbytes)  # written just before the launch: in L2 already
         if key in lru:
             lru.move_to_end(key)
             self.hits += 1
@@ -72,13 +128,17 @@ class MemorySystem:
             pipe.busy += service
             return True, pipe.free_at
         self.misses += 1
+        self._insert(key, nbytes)
+        done = self.hbm_pipe.serve(now, nbytes)
+        return False, max(done, self.l2_pipe.serve(now, nbytes))
+
+    def _insert(self, key: str, nbytes: int) -> None:
+        lru = self._lru
         lru[key] = nbytes
         self._used += nbytes
         while self._used > self.capacity and len(lru) > 1:
             _, size = lru.popitem(last=False)
             self._used -= size
-        done = self.hbm_pipe.serve(now, nbytes)
-        return False, max(done, self.l2_pipe.serve(now, nbytes))
 
     def write(self, now: float, nbytes: int) -> float:
         """Writes land in L2 (write-back); HBM traffic for them is not modelled."""

@@ -38,7 +38,7 @@ class Job:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["spec"] = {"step": self.spec.step, "config": self.spec.config.to_dict(), "trace": self.spec.trace}
+        d["spec"] = self.spec.to_dict()  # the binary's config: launch conditions are the job's
         return d
 
     @classmethod

@@ -54,7 +54,10 @@ def test_the_l2_state_is_a_job_condition_not_part_of_the_binary():
     assert (jc["l2_at_launch"], jw["l2_at_launch"]) == ("cold", "inputs")
     assert jc["spec"] == jw["spec"] and "l2_at_launch" not in jc["spec"]["config"]
     assert KernelSpec("v4", cold.config).key == KernelSpec("v4", warm.config).key
-    assert Job.from_dict(jc).l2_at_launch == "cold"
+    job = Job.from_dict(jc)
+    assert job.l2_at_launch == "cold"
+    manifest_entry = job.to_dict()  # what the bundle's manifest and every launch record carry
+    assert manifest_entry["l2_at_launch"] == "cold" and "l2_at_launch" not in manifest_entry["spec"]["config"]
 
 
 def test_records_say_what_l2_held_and_cases_follow_them():

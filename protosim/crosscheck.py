@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from protosim.config import LAUNCH_KNOBS, GemmConfig
+from protosim.config import DELAY_KNOBS, LAUNCH_KNOBS, GemmConfig
 from protosim.engine import explore_plan, race_plan
 from protosim.ir import content_hash
 from protosim.strategies import Case
@@ -33,7 +33,6 @@ from protosim.verdict import judge
 
 SILICON_KIND = {"correct": "correct", "wrong": "wrong", "timeout": "deadlock", "fault": "fault"}
 """Silicon outcome -> simulator outcome class (verdict.OUTCOMES)."""
-DELAY_FIELDS = ("producer_delay_ns", "consumer_delay_ns", "lag_warp", "lag_ns")
 
 
 @dataclass(frozen=True)
@@ -325,7 +324,7 @@ def job_for(case: Case, pred: Prediction | None, launches: int = 3) -> dict[str,
     binary's config for the job's ``delays`` and ``l2_at_launch``.
     A case the simulator says may fault gets a process per launch (``may_fault``)."""
     cfg = case.config.to_dict()
-    delays = {k: cfg.pop(k) for k in DELAY_FIELDS}
+    delays = {k: cfg.pop(k) for k in DELAY_KNOBS}
     l2 = cfg.pop("l2_at_launch")
     binary = {k: v for k, v in GemmConfig.from_dict(cfg).to_dict().items() if k not in LAUNCH_KNOBS}
     return {"spec": {"step": case.step, "config": binary, "trace": False}, "delays": delays, "l2_at_launch": l2,

@@ -1,0 +1,386 @@
+"""Write your own protocol as a schedule: a ring position and a schedule writer.
+
+A schedule's checkers judge each op against its *logical tag* ``use``: the barrier phase
+the op belongs to by the protocol's intent (``protosim.ir``).  Built-in builders count
+those by hand; this module counts them for you, in the manner of CUTLASS's
+``PipelineState`` / ``PipelineTmaAsync``:
+
+* :class:`PipelineState` -- where a role stands in a ring of stages: ``index`` (the
+  stage), ``phase`` (the parity its next wait passes) and ``count`` (steps taken since
+  the kernel began).  :meth:`PipelineState.advance` is the only place the phase flips.
+  ``use`` is ``count // stages``, so it never depends on the parity.
+* :class:`ScheduleBuilder` -- declares barriers (arrays of stages), buffers and roles,
+  then writes each role's ops, taking ``barrier[state.index]`` and ``use`` from the state
+  you pass; :meth:`ScheduleBuilder.build` returns a validated :class:`protosim.ir.Schedule`.
+
+You still choose every op, every parity and every byte count, so a bug you write stays a
+bug: pass ``parity=`` to a wait to say what a buggy kernel passes, and ``use`` still says
+which phase the protocol meant -- which is how ``wrong_parity`` and ``early_return`` find
+it.  The count is the intent: keep one state per ring for the whole kernel.  (A kernel
+that restarts its ring per tile waits on other stages than its intent; write that one's
+waits with :meth:`Role.op`.)
+
+``docs/api.md`` is the reference; README's "Writing your own protocol in Python" a
+complete example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from protosim.ir import (
+    Access,
+    Arrive,
+    ArriveExpectTx,
+    BarrierDecl,
+    BufferDecl,
+    CtaProgram,
+    CtaSync,
+    ExpectTx,
+    Fence,
+    MbarInit,
+    Mma,
+    MmaCommit,
+    Op,
+    RoleDecl,
+    Schedule,
+    ScheduleError,
+    Sleep,
+    TmaLoad,
+    Wait,
+    Wgmma,
+    WgmmaCommit,
+    WgmmaWait,
+    validate,
+)
+
+__all__ = ["PipelineState", "BarrierArray", "Buffer", "Role", "ScheduleBuilder"]
+
+
+# --------------------------------------------------------------------------- ring position
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    """A position in a ring of ``stages`` stages.
+
+    ``count`` is the number of steps taken since the kernel began, ``index`` the stage
+    (always ``count % stages``) and ``phase`` the parity the next wait on that stage
+    passes.  Values are immutable: :meth:`advance` returns the next position.
+    """
+
+    stages: int
+    index: int = 0
+    phase: int = 0
+    count: int = 0
+
+    def __post_init__(self) -> None:
+        if self.stages < 1:
+            raise ValueError(f"PipelineState: stages = {self.stages}; a ring has at least one stage")
+        if self.phase not in (0, 1):
+            raise ValueError(f"PipelineState: phase = {self.phase}; a phase (parity) is 0 or 1")
+        if self.count < 0:
+            raise ValueError(f"PipelineState: count = {self.count}; count steps from 0")
+        if self.index != self.count % self.stages:
+            raise ValueError(
+                f"PipelineState: index {self.index} with count {self.count} of {self.stages} stages; the index is "
+                f"count % stages = {self.count % self.stages} (build states with producer_start / consumer_start "
+                "and advance)"
+            )
+
+    @classmethod
+    def producer_start(cls, stages: int) -> PipelineState:
+        """Where a producer starts: stage 0, phase 1.
+
+        The producer's first wait on each stage's *empty* barrier must not block -- the
+        ring starts with every stage free.  A fresh mbarrier counts its phase -1 as
+        complete, and parity 1 names that phase, so the producer starts at phase 1
+        (CUTLASS's ``make_producer_start_state``)."""
+        return cls(stages, 0, 1, 0)
+
+    @classmethod
+    def consumer_start(cls, stages: int) -> PipelineState:
+        """Where a consumer starts: stage 0, phase 0 -- it waits for the first fill (phase 0)."""
+        return cls(stages, 0, 0, 0)
+
+    @property
+    def use(self) -> int:
+        """Which use of its stage this step is (``count // stages``): the k-th fill of stage
+        s is phase k of ``full[s]``.  Computed from the count, never from ``phase``."""
+        return self.count // self.stages
+
+    def advance(self, n: int = 1) -> PipelineState:
+        """The position ``n`` steps on: the index wraps, the phase flips at each wrap."""
+        if n < 0:
+            raise ValueError(f"PipelineState.advance({n}): a ring only moves forward")
+        wraps = (self.index + n) // self.stages
+        return PipelineState(self.stages, (self.index + n) % self.stages, self.phase ^ (wraps & 1), self.count + n)
+
+
+# --------------------------------------------------------------------------- storage handles
+
+
+@dataclass(frozen=True)
+class BarrierArray:
+    """One mbarrier per stage (``full[0]`` .. ``full[S-1]``), declared by
+    :meth:`ScheduleBuilder.barriers`; index it with a stage or a :class:`PipelineState`."""
+
+    name: str
+    names: tuple[str, ...]
+    count: int
+    """Arrivals per phase (``mbarrier.init``'s count)."""
+    starts_free: bool
+    """Waits on this barrier are one phase behind its arrivals: the k-th wait on a stage
+    is for phase k-1, the release of the stage's previous use (phase -1, parity 1, is
+    complete on a fresh barrier).  True for a ring's *empty* barriers."""
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, at: int | PipelineState) -> str:
+        return self.names[_stage(at, len(self.names), f"barrier array {self.name!r}")]
+
+    def wait_use(self, state: PipelineState) -> int:
+        """The phase a wait at ``state`` is for, by the protocol's intent."""
+        return state.use - 1 if self.starts_free else state.use
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer of ``stages`` slots, declared by :meth:`ScheduleBuilder.buffer`."""
+
+    name: str
+    stages: int
+
+    def at(self, at: int | PipelineState, content: str = "", part: int | None = None) -> Access:
+        """The slot at a stage (or a state's stage) holding ``content`` -- the data tag
+        the hazard checkers compare (``"A[m=0,k=3]"``)."""
+        return Access(self.name, _stage(at, self.stages, f"buffer {self.name!r}"), content, part)
+
+
+def _stage(at: int | PipelineState, stages: int, what: str) -> int:
+    if isinstance(at, PipelineState):
+        if at.stages != stages:
+            raise ValueError(f"{what} has {stages} stage(s) but the state is a ring of {at.stages}")
+        return at.index
+    if not 0 <= at < stages:
+        raise IndexError(f"{what}: stage {at} of {stages}")
+    return at
+
+
+# --------------------------------------------------------------------------- writers
+
+_TAGS = ("tile", "k", "label", "issuer")
+
+
+class Role:
+    """Writes one role's ops into the CTA being built; made by :meth:`ScheduleBuilder.role`.
+
+    Every method appends ops and takes optional keyword tags: ``tile``, ``k``, ``label``
+    (default: the builder's current :meth:`ScheduleBuilder.tag`) and ``issuer``
+    (``"all"``, ``"warp0"``, ``"one"``, ``"each_warp"``; each method's default is the
+    usual one).  Methods that take a barrier array and a :class:`PipelineState` use the
+    state's stage and fill in ``use``."""
+
+    def __init__(self, builder: ScheduleBuilder, name: str, warps: int):
+        self.builder = builder
+        self.name = name
+        self.warps = warps
+
+    def __repr__(self) -> str:
+        return f"Role({self.name!r}, warps={self.warps})"
+
+    def _emit(self, cls: type[Op], issuer: str, tags: dict[str, Any], **fields: Any) -> None:
+        unknown = set(tags) - set(_TAGS)
+        if unknown:
+            raise TypeError(f"{self.name}: {cls.__name__}: unknown keyword(s) {sorted(unknown)}; tags are {_TAGS}")
+        merged = {**self.builder._tags, "issuer": issuer, **tags}
+        self.builder._append(self.name, cls(**merged, **fields))
+
+    # -- barriers -------------------------------------------------------------
+    def init(self, *arrays: BarrierArray, **tags: Any) -> None:
+        """``mbarrier.init`` of every barrier in ``arrays`` by one thread, then
+        ``fence.mbarrier_init``.  Follow it with :meth:`ScheduleBuilder.cta_sync` so no
+        other role touches a barrier before it exists."""
+        for array in arrays:
+            for name in array.names:
+                self._emit(MbarInit, "one", tags, barrier=name)
+        self._emit(Fence, "all", {k: v for k, v in tags.items() if k != "issuer"}, fence="mbarrier_init")
+
+    def wait(self, bar: BarrierArray, state: PipelineState, parity: int | None = None, **tags: Any) -> None:
+        """``try_wait.parity`` on ``bar[state]`` until it succeeds (every thread, by default).
+
+        Passes ``state.phase`` unless ``parity`` says otherwise (to write a bug); ``use`` is
+        ``state.use`` (``state.use - 1`` on a ``starts_free`` barrier) either way."""
+        self._emit(Wait, "all", tags, barrier=bar[state], parity=state.phase if parity is None else parity,
+                   use=bar.wait_use(state))
+
+    def arrive(self, bar: BarrierArray, state: PipelineState, count: int = 1, **tags: Any) -> None:
+        """``mbarrier.arrive`` on ``bar[state]`` for phase ``state.use`` (one thread, by
+        default): a consumer releasing its stage."""
+        self._emit(Arrive, "one", tags, barrier=bar[state], use=state.use, count=count)
+
+    def arrive_expect_tx(self, bar: BarrierArray, state: PipelineState, bytes: int, **tags: Any) -> None:
+        """``mbarrier.arrive.expect_tx``: expect ``bytes`` on ``bar[state]``, then arrive (one thread)."""
+        self._emit(ArriveExpectTx, "one", tags, barrier=bar[state], use=state.use, bytes=bytes)
+
+    def expect_tx(self, bar: BarrierArray, state: PipelineState, bytes: int, **tags: Any) -> None:
+        """``mbarrier.expect_tx`` without an arrival (one thread)."""
+        self._emit(ExpectTx, "one", tags, barrier=bar[state], use=state.use, bytes=bytes)
+
+    # -- data movement and math -----------------------------------------------
+    def tma_load(self, bar: BarrierArray, state: PipelineState, bytes: int, dst: Access, src: str = "",
+                 **tags: Any) -> None:
+        """A TMA load of ``bytes`` into ``dst`` whose bytes complete on ``bar[state]`` (one
+        thread).  ``src`` names the global tile for the L2 model (default: ``dst``'s content)."""
+        self._emit(TmaLoad, "one", tags, barrier=bar[state], use=state.use, bytes=bytes, dst=dst, src=src)
+
+    def mma(self, m: int, n: int, k_elems: int, reads: Sequence[Access] = (), writes: Sequence[Access] = (),
+            accumulate: bool = False, **tags: Any) -> None:
+        """``tcgen05.mma`` (Blackwell, one thread): async, in order; ``writes`` are TMEM."""
+        self._emit(Mma, "one", tags, m=m, n=n, k_elems=k_elems, reads=tuple(reads), writes=tuple(writes),
+                   accumulate=accumulate)
+
+    def commit(self, bar: BarrierArray, state: PipelineState, **tags: Any) -> None:
+        """``tcgen05.commit`` onto ``bar[state]`` for phase ``state.use`` (one thread): one
+        arrival once every MMA this thread issued has completed -- Blackwell's release."""
+        self._emit(MmaCommit, "one", tags, barrier=bar[state], use=state.use)
+
+    def wgmma(self, m: int, n: int, k_elems: int, reads: Sequence[Access] = (), writes: Sequence[Access] = (),
+              accumulate: bool = False, **tags: Any) -> None:
+        """``wgmma.mma_async`` (Hopper, all warps of the warpgroup): joins the open wgmma group."""
+        self._emit(Wgmma, "all", tags, m=m, n=n, k_elems=k_elems, reads=tuple(reads), writes=tuple(writes),
+                   accumulate=accumulate)
+
+    def wgmma_commit(self, **tags: Any) -> None:
+        """``wgmma.commit_group``: closes the open group."""
+        self._emit(WgmmaCommit, "all", tags)
+
+    def wgmma_wait(self, n: int = 0, **tags: Any) -> None:
+        """``wgmma.wait_group n``: at most ``n`` groups still in flight -- before releasing a stage
+        the wgmma reads, wait with ``n = 0``."""
+        self._emit(WgmmaWait, "all", tags, n=n)
+
+    def sleep(self, cycles: int, warp: int | None = None, **tags: Any) -> None:
+        """``nanosleep`` for ``cycles`` (only warp ``warp`` of the role, if given): a delay knob."""
+        self._emit(Sleep, "all", tags, cycles=cycles, warp=warp)
+
+    def op(self, op: Op) -> None:
+        """Append any :mod:`protosim.ir` op as given (the escape hatch); ``tile`` and ``k``
+        left ``None`` take the builder's current tags."""
+        fill = {key: self.builder._tags[key] for key in ("tile", "k") if getattr(op, key) is None}
+        fill = {key: value for key, value in fill.items() if value is not None}
+        if fill:
+            op = dataclasses.replace(op, **fill)
+        self.builder._append(self.name, op)
+
+
+class ScheduleBuilder:
+    """Declares storage and roles, collects each CTA's programs, builds a :class:`Schedule`.
+
+    Ops go to the CTA started last: inside ``for tile in b.grid(m, n)`` each iteration
+    starts a fresh CTA (the same Python code, run once per CTA, is the program replicated
+    over the grid); :meth:`cta` starts one by hand; ops written before either go to a
+    single CTA 0."""
+
+    def __init__(self, name: str, arch: str = "h200"):
+        self.name = name
+        self.arch = arch
+        self._barriers: list[BarrierDecl] = []
+        self._buffers: list[BufferDecl] = []
+        self._roles: list[Role] = []
+        self._ctas: list[dict[str, list[Op]]] = []
+        self._implicit = False
+        self._tags: dict[str, Any] = {"tile": None, "k": None, "label": ""}
+
+    # -- declarations ---------------------------------------------------------
+    def barriers(self, name: str, stages: int, count: int = 1, starts_free: bool = False) -> BarrierArray:
+        """``stages`` mbarriers ``name[0]`` .. ``name[stages-1]``, each expecting ``count``
+        arrivals per phase.  ``starts_free=True`` for a ring's *empty* barriers (see
+        :attr:`BarrierArray.starts_free`)."""
+        names = tuple(f"{name}[{s}]" for s in range(stages))
+        return self._declare_barriers(name, names, count, starts_free)
+
+    def barrier(self, name: str, count: int = 1, starts_free: bool = False) -> BarrierArray:
+        """One mbarrier called ``name`` (an array of one stage: use it with ``PipelineState(1)``)."""
+        return self._declare_barriers(name, (name,), count, starts_free)
+
+    def _declare_barriers(self, name: str, names: tuple[str, ...], count: int, starts_free: bool) -> BarrierArray:
+        if not names:
+            raise ValueError(f"barrier array {name!r}: at least one stage")
+        taken = {b.name for b in self._barriers} & set(names)
+        if taken:
+            raise ValueError(f"barrier(s) {sorted(taken)} already declared")
+        self._barriers += [BarrierDecl(n, count) for n in names]
+        return BarrierArray(name, names, count, starts_free)
+
+    def buffer(self, name: str, stages: int = 1, bytes: int = 0, space: str = "smem", columns: int = 0,
+               parts: int = 1, align: int = 1024) -> Buffer:
+        """A buffer of ``stages`` slots: shared memory costs ``bytes`` per slot, TMEM
+        (``space="tmem"``) ``columns``; ``parts`` pieces written separately; ``align`` of the base
+        (1024: a 128B-swizzled TMA tile)."""
+        if any(b.name == name for b in self._buffers):
+            raise ValueError(f"buffer {name!r} already declared")
+        self._buffers.append(BufferDecl(name, space, stages, bytes, columns, parts, align))  # type: ignore[arg-type]
+        return Buffer(name, stages)
+
+    def role(self, name: str, warps: int) -> Role:
+        """A role of ``warps`` warps (roles take consecutive warps in declaration order)."""
+        if any(r.name == name for r in self._roles):
+            raise ValueError(f"role {name!r} already declared")
+        if warps < 1:
+            raise ValueError(f"role {name!r}: warps = {warps}; at least one")
+        r = Role(self, name, warps)
+        self._roles.append(r)
+        return r
+
+    # -- programs -------------------------------------------------------------
+    def cta(self) -> int:
+        """Start a new CTA program and return its index: the following ops go to it.  For
+        persistent kernels, whose CTAs walk several tiles (set ``tile`` with :meth:`tag`)."""
+        if self._implicit:
+            raise ScheduleError(f"{self.name}: ops were written before the first cta() / grid(); "
+                                "start every CTA explicitly once you use them")
+        self._ctas.append({})
+        return len(self._ctas) - 1
+
+    def grid(self, m: int, n: int = 1) -> Iterator[tuple[int, int]]:
+        """One CTA per output tile of an ``m x n`` grid (x fastest, like ``T.cta_id``): yields each
+        tile with a fresh CTA started and the ``tile`` tag set to it (``k`` cleared)."""
+        for by in range(n):
+            for bx in range(m):
+                self.cta()
+                self._tags.update(tile=(bx, by), k=None)
+                yield (bx, by)
+
+    def tag(self, tile: Any = ..., k: Any = ..., label: Any = ...) -> None:
+        """Set the tags the following ops carry (until changed): ``tile`` is the output tile (what
+        a verdict lists as wrong), ``k`` the k-tile, ``label`` free text."""
+        for key, value in (("tile", tile), ("k", k), ("label", label)):
+            if value is not ...:
+                self._tags[key] = value
+
+    def cta_sync(self, **tags: Any) -> None:
+        """``bar.sync 0`` in every role: all threads of the CTA meet."""
+        for r in self._roles:
+            r._emit(CtaSync, "all", tags)
+
+    def _append(self, role: str, op: Op) -> None:
+        if not self._ctas:
+            self._ctas.append({})
+            self._implicit = True
+        self._ctas[-1].setdefault(role, []).append(op)
+
+    def build(self, config: dict[str, Any] | None = None) -> Schedule:
+        """The schedule, checked by :func:`protosim.ir.validate` (raises ``ScheduleError``)."""
+        roles = tuple(RoleDecl(r.name, r.warps) for r in self._roles)
+        ctas = tuple(
+            CtaProgram(i, tuple(tuple(ops.get(r.name, ())) for r in self._roles)) for i, ops in enumerate(self._ctas)
+        )
+        s = Schedule(self.name, self.arch, tuple(self._barriers), tuple(self._buffers), roles, ctas,
+                     config={"builder": "protosim.pipeline", **(config or {})})
+        validate(s)
+        return s

@@ -14,8 +14,15 @@ Commands:
                             write the GPU job list (and build it with --build)
   crosscheck report FILES   silicon launch records vs the simulator: agreement table
 
-Exit status: 0 = ran and agrees (with the scenario's [expect], or no findings when it
-declares none); 1 = findings or a disagreement; 2 = bad input (one line on stderr).
+Exit status (every command):
+  0  no finding, and every explored replay correct
+  1  a protocol bug: a finding, or a reachable outcome other than correct (or a
+     disagreement with the scenario's [expect]; for `demo`: a scenario that disagrees
+     with its [expect]; for `crosscheck report`: a config that disagrees with silicon)
+  2  bad input or usage: one line on stderr naming the file, the field and the fix
+  3  internal error: a bug in protosim; one line on stderr, the traceback saved to a file
+  explain/trace/plot/report judge the nominal replay only; schedule/profile/crosscheck
+  plan exit 0 or 2.  A closed pipe (`protosim run x | head`) keeps the status.
 
 Examples:
   protosim demo
@@ -31,102 +38,202 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import time
+import traceback
 from pathlib import Path
 
 from protosim.arch import UnknownArch, available, load_profile
 from protosim.config import ConfigError
-from protosim.explain import explain
-from protosim.ir import ScheduleError, to_json
-from protosim.report import dumps, render_demo, render_run, run_scenario
-from protosim.scenarios import ScenarioError, builtin_dir, load_scenario
+from protosim.ir import ScheduleError
+from protosim.report import BAD_INPUT, BUG, INTERNAL, OK, dumps
+from protosim.scenarios import DEFAULT_MAX_OPS, ScenarioError, builtin_dir, load_scenario, parse_override
+
+
+class UsageError(Exception):
+    """A mistake in what the user asked for: printed as one line, exit status 2."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("protosim")
+    except PackageNotFoundError:  # running from a checkout without installing
+        return "0+unknown"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2), as every other input error."""
+
+    def error(self, message: str):  # noqa: D401 - argparse's name
+        print(f"{self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(BAD_INPUT)
 
 
 class _Progress:
-    """Progress on stderr for long explorations, only when a person is watching."""
+    """Progress on stderr for work that takes more than ~2 s: a line redrawn in place on
+    a terminal, a line every 10 s elsewhere (CI logs); nothing with ``--quiet``."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, quiet: bool = False):
         self.label = label
         self.start = time.monotonic()
         self.shown = False
+        self.quiet = quiet
         self.tty = sys.stderr.isatty()
+        self.last = 0.0
 
     def __call__(self, done: int, total: int) -> None:
-        if not self.tty or time.monotonic() - self.start < 1.0:
+        now = time.monotonic()
+        if self.quiet or now - self.start < 2.0:
             return
-        self.shown = True
-        print(f"\r{self.label}: replay {done}/{total}", end="", file=sys.stderr, flush=True)
+        text = f"{self.label}: replay {done}/{total}" if total else f"{self.label}: {done}"
+        if self.tty:
+            print(f"\r{text} ({now - self.start:.0f} s)", end="", file=sys.stderr, flush=True)
+        elif now - self.last >= 10.0:
+            print(f"{text} ({now - self.start:.0f} s)", file=sys.stderr, flush=True)
+        else:
+            return
+        self.shown, self.last = True, now
 
     def close(self) -> None:
-        if self.shown:
-            print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
+        if self.shown and self.tty:
+            print("\r" + " " * 70 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def _out(text: str) -> None:
+    """Print to stdout; a reader that went away (``| head``) must not change the status."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet too
+
+
+def _positive(name: str, low: int = 1):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{name} {value}: must be >= {low}")
+        return value
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--budget {text!r}: not a number of seconds") from None
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"--budget {text}: give seconds in (0, 86400]")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="protosim", description=__doc__.split("\n\n")[0],
-                                epilog=__doc__.split("\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    from protosim.builders import knob_table
+
+    p = _Parser(prog="protosim", description=__doc__.split("\n\n")[0],
+                epilog=__doc__.split("\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"protosim {_version()}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def input_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("file", type=Path, help="a scenario .toml, a schedule .json (protosim schedule) or a Triton .ttgir")
+        sp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a scenario field: a [config] field (K=1024, tma_issuer=each_warp) or "
+                             "explore.runs=..., expect.nominal=...; repeatable")
+        sp.add_argument("--max-ops", type=_positive("--max-ops"), default=DEFAULT_MAX_OPS,
+                        help=f"refuse schedules of more ops than this (default {DEFAULT_MAX_OPS:,}; the full-chip "
+                             "4096^3 step 6 is ~600k)")
 
     def explore_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--runs", type=int, help="perturbed replays to explore (default: the scenario's, else 24, "
-                                                 "or 1 for schedules of more than 50,000 ops; 1 = nominal only)")
-        sp.add_argument("--max-stall", type=int, help="largest injected stall in cycles (default: the scenario's, else 2000)")
-        sp.add_argument("--seed", type=int, help="exploration seed (default: the scenario's, else 0)")
+        sp.add_argument("--runs", type=_positive("--runs"),
+                        help="replays to explore, the first nominal (1 = nominal only).  Default: the scenario's "
+                             "[explore] runs, else adaptive -- lags aimed at every role and warp, then seeded random "
+                             "perturbations, until 32 replays in a row bring nothing new (24 to 400 replays); schedules "
+                             "of more than 50,000 ops: nominal only")
+        sp.add_argument("--max-stall", type=_positive("--max-stall", 0),
+                        help="largest injected stall in cycles (default: the scenario's, else 2000)")
+        sp.add_argument("--seed", type=_positive("--seed", 0), help="exploration seed (default: the scenario's, else 0)")
+        sp.add_argument("--budget", type=_seconds, help="wall-clock seconds for one exploration (default 60)")
+        sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
+    fields_help = ("Scenario files (TOML): name, description, builder, [config], [expect], [explore].\n"
+                   "[config]: protosim.config.GemmConfig (builders hgemm_v1..v6, hgemm_ws): M=128 N=128 K=64 BLK_M=128 "
+                   "BLK_N=128 BLK_K=64\n  PIPE_DEPTH=2 arch=\"b200\" sm_count=(one per SM) l2_group_size=8 "
+                   "l2_at_launch=\"cold\", bug knobs (false/0/\"\" = correct):\n  skip_mma_phase_flip, "
+                   "reset_phase_per_tile, tma_issuer=\"one\"|\"each_warp\", expect_tx_delta, wait_parity_flip=\"\"|"
+                   "\"tma\"|\"mma\",\n  skip_store_wait; delay knobs: producer_delay_ns, consumer_delay_ns, lag_warp=1, "
+                   "lag_ns.  triton_pipeline: M N K BLOCK_M BLOCK_N\n  BLOCK_K num_stages num_warps arch=\"gb10\"|\"h200\" "
+                   "wait_delta alias_stages pendings_delta (protosim/builders/triton_pipeline.py).\n"
+                   "Which builder honours which knob (setting an ignored knob is refused):\n" + knob_table() + "\n"
+                   "[expect]: nominal = outcome, ok = true|false (nominal findings), findings = [kinds], outcomes = "
+                   "[must reach], may = [may reach].\n[explore]: runs, max_stall = 2000, seed = 0.")
     r = sub.add_parser("run", help="replay a scenario or schedule and print the verdict",
-                       description="Replay FILE (a scenario .toml or a schedule .json): the nominal verdict with its "
-                                   "findings, the outcomes reachable under seeded timing perturbation, and a timing table.")
-    r.add_argument("file", type=Path)
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=fields_help,
+                       description="Replay FILE: the headline verdict over every replay, the nominal replay's findings, "
+                                   "the outcomes reachable under timing perturbation, and a timing table.  Exit 0: no "
+                                   "finding and every replay correct; 1: a protocol bug (or a disagreement with the "
+                                   "scenario's [expect]); 2: bad input; 3: a bug in protosim.")
+    input_args(r)
     explore_args(r)
     r.add_argument("--slack", action="store_true", help="also measure how much lag of one warp the schedule tolerates")
-    r.add_argument("--json", action="store_true", help="print the full report as JSON")
+    r.add_argument("--slack-warp", metavar="ROLE.wN",
+                   help="the warp --slack lags, e.g. wg.w1 or producer.w0 (default: warp 1 of the first role with two "
+                        "or more warps, else warp 0)")
+    r.add_argument("--json", action="store_true", help="print the full report as JSON (ok, status and headline at the top level)")
 
     e = sub.add_parser("explain", help="narrate the first finding of the nominal replay")
-    e.add_argument("file", type=Path)
+    input_args(e)
 
-    d = sub.add_parser("demo", help="run every built-in scenario and print one table")
+    d = sub.add_parser("demo", help="run every built-in scenario and print one table",
+                       description="Run every scenario of a folder.  Exit 0 when each agrees with its [expect], 1 otherwise.")
     d.add_argument("--dir", type=Path, default=None, help="scenario folder (default: the repository's scenarios/)")
     explore_args(d)
     d.add_argument("--json", action="store_true", help="print all reports as JSON")
 
-    s = sub.add_parser("schedule", help="print the schedule a scenario builds, as JSON")
-    s.add_argument("file", type=Path)
+    s = sub.add_parser("schedule", help="print the schedule a scenario builds, as JSON (keeps its name, description, [expect])")
+    input_args(s)
 
     pr = sub.add_parser("profile", help="print an architecture profile with sources")
     pr.add_argument("arch", help=f"one of: {', '.join(available())}")
 
     def view_args(sp: argparse.ArgumentParser, suffix: str) -> None:
-        sp.add_argument("file", type=Path)
+        input_args(sp)
         sp.add_argument("-o", "--out", type=Path, required=True, help=f"output file ({suffix})")
-        sp.add_argument("--max-ctas", type=int, default=8,
+        sp.add_argument("--max-ctas", type=_positive("--max-ctas"), default=8,
                         help="CTAs to keep in full detail: those with findings first, then the lowest indices (default 8)")
 
     t = sub.add_parser("trace", help="write the nominal replay as Chrome trace-event JSON (Perfetto, chrome://tracing)",
                        description="Replay FILE once and write its timeline as Chrome trace-event JSON: a process per CTA, "
                                    "a track per warp and unit, barrier counters, flows from the op that completed a phase "
                                    "to the waits it released, findings as instant events with their evidence. Open it in "
-                                   "https://ui.perfetto.dev or chrome://tracing.")
+                                   "https://ui.perfetto.dev or chrome://tracing.  Exit 0/1 by the nominal replay's findings.")
     view_args(t, ".json")
     pl = sub.add_parser("plot", help="draw one CTA's timeline as a PNG Gantt chart (needs matplotlib)")
     view_args(pl, ".png")
-    pl.add_argument("--cta", type=int, help="which CTA (default: the one with the first finding, else the first)")
+    pl.add_argument("--cta", type=_positive("--cta", 0), help="which CTA (default: the one with the first finding, else the first)")
     rp = sub.add_parser("report", help="write one self-contained HTML page: verdict, explanation, timing, timeline")
     view_args(rp, ".html")
 
     cc = sub.add_parser("crosscheck", help="simulator vs silicon: plan configs for the GPU, or report agreement",
                         description="Close the loop between the simulator and the H200 (docs/crosscheck.md).")
-    ccsub = cc.add_subparsers(dest="crosscheck_command", metavar="STEP", required=True)
+    ccsub = cc.add_subparsers(dest="crosscheck_command", metavar="STEP", required=True, parser_class=_Parser)
     cp = ccsub.add_parser("plan", help="draw configs, predict their outcome sets, write the GPU job list",
                           description="Draw N distinct configs from protosim.strategies (seeded), replay each on the simulator "
                                       "(nominal + perturbations; delayed configs nominal only) and write OUT (cases and "
                                       "predictions) and OUT's .jobs.json (the kernels.build / kernels.run job list).")
-    cp.add_argument("-n", type=int, default=200, help="configs to draw (default 200)")
-    cp.add_argument("--seed", type=int, default=0, help="Hypothesis seed (default 0)")
+    cp.add_argument("-n", type=_positive("-n"), default=200, help="configs to draw (default 200)")
+    cp.add_argument("--seed", type=_positive("--seed", 0), default=0, help="Hypothesis seed (default 0)")
     cp.add_argument("--steps", default="v2,v3,v4,v5,v6,ws", help="steps to draw from (default all: v2,v3,v4,v5,v6,ws)")
     cp.add_argument("--bug-share", type=float, default=0.6, help="share of configs with one bug knob set (default 0.6)")
-    cp.add_argument("--runs", type=int, default=8, help="replays per config without delays (default 8)")
-    cp.add_argument("--launches", type=int, default=3, help="GPU launches per config (default 3)")
+    cp.add_argument("--runs", type=_positive("--runs"), default=8, help="replays per config without delays (default 8)")
+    cp.add_argument("--launches", type=_positive("--launches"), default=3, help="GPU launches per config (default 3)")
     cp.add_argument("-o", "--out", type=Path, default=Path("crosscheck/plan.json"), help="plan file (default crosscheck/plan.json)")
     cp.add_argument("--build", action="store_true", help="then build the kernels into --bundle (needs apache-tvm and nvcc)")
     cp.add_argument("--bundle", type=Path, default=Path(".gpu"), help="bundle folder for --build (default .gpu)")
@@ -134,10 +241,10 @@ def _parser() -> argparse.ArgumentParser:
                           description="Group launch records (kernels.run JSON lines) by config, predict each config's outcome "
                                       "set with the current simulator, and judge every launch. Exit 0 when all agree, 1 otherwise.")
     cr.add_argument("records", type=Path, nargs="+", help="kernels.run JSON-lines files")
-    cr.add_argument("--runs", type=int, default=8, help="replays per config without delays (default 8)")
+    cr.add_argument("--runs", type=_positive("--runs"), default=8, help="replays per config without delays (default 8)")
     cr.add_argument("--plan", type=Path, help="a plan file: also list its configs that have no record")
     cr.add_argument("--json", type=Path, help="also write the full report as JSON to this file")
-    cr.add_argument("--rows", type=int, default=None, help="print at most this many table rows (default all)")
+    cr.add_argument("--rows", type=_positive("--rows", 0), default=None, help="print at most this many table rows (default all)")
     cr.add_argument("--timing", action="store_true", help="also compare times: a fit over correct configs, and the bench "
                                                           "configs' simulated vs measured time and step-to-step speed-ups "
                                                           "(replays each bench config once: ~30 s each)")
@@ -146,40 +253,102 @@ def _parser() -> argparse.ArgumentParser:
 
 def _fail(message: str) -> int:
     print(f"protosim: {message}", file=sys.stderr)
-    return 2
+    return BAD_INPUT
+
+
+def _internal_error(exc: BaseException) -> int:
+    """A bug in protosim: one line, and the traceback in a file the user can attach."""
+    text = "".join(traceback.format_exception(exc))
+    where = "(could not save the traceback)"
+    try:
+        fd, name = tempfile.mkstemp(prefix="protosim-crash-", suffix=".txt")
+        with os.fdopen(fd, "w") as f:
+            f.write(f"protosim {_version()}\nargv: {sys.argv!r}\n\n{text}")
+        where = f"traceback saved to {name}"
+    except OSError:
+        pass
+    first = str(exc).splitlines()[0][:200] if str(exc) else ""
+    print(f"protosim: internal error -- a bug in protosim, please report it: {type(exc).__name__}"
+          f"{': ' + first if first else ''}; {where}", file=sys.stderr)
+    return INTERNAL
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command is None:
-        _parser().print_help()
-        return 2
+    """Run the command line; returns the exit status (the contract in the module doc)."""
     try:
-        if getattr(args, "max_ctas", 1) < 1:
-            return _fail(f"--max-ctas {args.max_ctas}: must be >= 1")
-        for name in ("runs", "max_stall", "seed"):
-            value = getattr(args, name, None)
-            if value is not None and value < (1 if name == "runs" else 0):
-                return _fail(f"--{name.replace('_', '-')} {value}: must be >= {1 if name == 'runs' else 0}")
+        try:
+            args = _parser().parse_args(argv)
+        except SystemExit as e:  # --help / --version (0) or a usage error (2, already printed)
+            return e.code if isinstance(e.code, int) else BAD_INPUT
+        if args.command is None:
+            _parser().print_help()
+            return BAD_INPUT
         return _COMMANDS[args.command](args)
-    except (ScenarioError, ScheduleError, UnknownArch) as e:
+    except (ScenarioError, ScheduleError, UnknownArch, ConfigError, UsageError) as e:
         return _fail(str(e))
-    except BrokenPipeError:
-        return 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output went away before anything decided the status
+        return OK
+    except RecursionError as e:
+        return _internal_error(e)
+    except Exception as e:  # noqa: BLE001 - the contract: never a bare traceback
+        return _internal_error(e)
+
+
+def _load(args):
+    overrides = [parse_override(o) for o in getattr(args, "overrides", [])]
+    return load_scenario(args.file, overrides=overrides, max_ops=args.max_ops)
+
+
+def _slack_target(args, schedule) -> tuple[str, int] | None:
+    if not args.slack_warp:
+        return None
+    role, dot, w = args.slack_warp.rpartition(".w")
+    have = [(r.name, i) for r in schedule.roles for i in range(r.warps)]
+    if not dot or not w.isdigit() or (role, int(w)) not in have:
+        raise UsageError(f"--slack-warp {args.slack_warp}: the schedule has " + ", ".join(f"{r}.w{i}" for r, i in have))
+    return role, int(w)
 
 
 def _cmd_run(args) -> int:
-    scenario = load_scenario(args.file)
-    progress = _Progress(scenario.name)
-    rep = run_scenario(scenario, runs=args.runs, max_stall=args.max_stall, seed=args.seed,
-                       with_slack=args.slack, progress=progress)
-    progress.close()
-    print(dumps(rep.to_json()) if args.json else render_run(rep))
-    if rep.agrees is None:
-        return 0 if rep.verdict.ok else 1
-    return 0 if rep.agrees else 1
+    from protosim.report import render_run, run_scenario
+
+    scenario = _load(args)
+    schedule = scenario.build()
+    target = _slack_target(args, schedule)
+    if args.slack_warp and not args.slack:
+        raise UsageError("--slack-warp needs --slack")
+    progress = _Progress(scenario.name, args.quiet)
+    try:
+        rep = run_scenario(scenario, runs=args.runs, max_stall=args.max_stall, seed=args.seed, with_slack=args.slack,
+                           progress=progress, budget_s=args.budget, slack_target=target, schedule=schedule)
+    finally:
+        progress.close()
+    _out(dumps(rep.to_json()) if args.json else render_run(rep))
+    return rep.status
+
+
+def _check_out(path: Path, what: str) -> None:
+    """An output path must be writable before any replay spends time on it."""
+    if path.is_dir():
+        raise UsageError(f"{path}: {what} is a directory; give a file name")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{path}: {parent} is not writable; choose another place")
+
+
+def _write(path: Path, write) -> None:
+    """Write an output file, turning an I/O failure (a full disk, permissions) into exit 2."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def _cmd_crosscheck(args) -> int:
@@ -188,8 +357,6 @@ def _cmd_crosscheck(args) -> int:
 
     from protosim import crosscheck as cc
 
-    if args.runs < 1:
-        return _fail(f"--runs {args.runs}: must be >= 1")
     if args.crosscheck_command == "plan":
         from protosim.strategies import STEPS
 
@@ -197,141 +364,148 @@ def _cmd_crosscheck(args) -> int:
         bad = [x for x in steps if x not in STEPS]
         if bad or not steps:
             return _fail(f"--steps {args.steps}: use some of {', '.join(STEPS)}")
-        if args.n < 1 or args.launches < 1 or not 0 <= args.bug_share <= 1:
-            return _fail("-n and --launches must be >= 1 and --bug-share in [0, 1]")
+        if not 0 <= args.bug_share <= 1:
+            return _fail(f"--bug-share {args.bug_share}: give a share in [0, 1]")
+        if args.n > 100_000:
+            return _fail(f"-n {args.n}: at most 100,000 configs per plan")
+        _check_out(args.out, "-o")
+        jobs_path = args.out.with_suffix(".jobs.json")
+        _check_out(jobs_path, "the job list")
         n_bugs = round(args.n * args.bug_share)
         cases = cc.draw_cases(n_bugs, args.seed, steps=steps, bugs=True) + cc.draw_cases(args.n - n_bugs, args.seed, steps=steps, bugs=False)
         progress = _Progress("predicting")
         preds = cc.predict_many(cases, runs=args.runs, progress=progress)
         progress.close()
         jobs = [cc.job_for(c, p, args.launches) for c, p in zip(cases, preds, strict=True)]
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        jobs_path = args.out.with_suffix(".jobs.json")
-        args.out.write_text(json.dumps({"seed": args.seed, "n": args.n, "steps": list(steps), "runs": args.runs,
-                                        "predictions": [p.to_json() for p in preds]}, indent=1) + "\n")
-        jobs_path.write_text(json.dumps(jobs, indent=1) + "\n")
+        plan = json.dumps({"seed": args.seed, "n": args.n, "steps": list(steps), "runs": args.runs,
+                           "predictions": [p.to_json() for p in preds]}, indent=1) + "\n"
+        _write(args.out, lambda p: p.write_text(plan))
+        _write(jobs_path, lambda p: p.write_text(json.dumps(jobs, indent=1) + "\n"))
         from collections import Counter
 
         sets = Counter("{" + ", ".join(sorted(p.kinds)) + "}" for p in preds)
-        print(f"{len(cases)} configs ({n_bugs} with a bug knob, {sum(c.delayed for c in cases)} with a delay); predicted sets: "
-              + ", ".join(f"{k} {v}" for k, v in sets.most_common()))
-        print(f"wrote {args.out} and {jobs_path} ({sum(j['launches'] for j in jobs)} launches, "
-              f"{sum(j['may_fault'] for j in jobs)} configs get a process per launch)")
+        lines = [f"{len(cases)} configs ({n_bugs} with a bug knob, {sum(c.delayed for c in cases)} with a delay); predicted sets: "
+                 + ", ".join(f"{k} {v}" for k, v in sets.most_common()),
+                 f"wrote {args.out} and {jobs_path} ({sum(j['launches'] for j in jobs)} launches, "
+                 f"{sum(j['may_fault'] for j in jobs)} configs get a process per launch)"]
         build = [sys.executable, "-m", "kernels.build", "--plan-file", str(jobs_path), "--bundle", str(args.bundle)]
         if args.build:
+            _out("\n".join(lines))
             rc = subprocess.run(build, check=False).returncode
             if rc:
                 return _fail(f"kernels.build failed (exit {rc}); run `{' '.join(build)}` from the repository root to see why")
+            lines = []
         else:
-            print("next: " + " ".join(build[1:]))
-        print(f"then on the GPU: python -m kernels.run --bundle {args.bundle} --out OUT.jsonl --commit <sha>  (docs/crosscheck.md)")
-        print("then: protosim crosscheck report OUT.jsonl --plan " + str(args.out))
-        return 0
-    records = []
-    for path in args.records:
-        try:
-            lines = path.read_text().splitlines()
-        except OSError as e:
-            return _fail(f"{path}: {e.strerror}")
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                return _fail(f"{path}:{n}: not a JSON line ({e.msg})")
+            lines.append("next: " + " ".join(build[1:]))
+        lines.append(f"then on the GPU: python -m kernels.run --bundle {args.bundle} --out OUT.jsonl --commit <sha>  (docs/crosscheck.md)")
+        lines.append("then: protosim crosscheck report OUT.jsonl --plan " + str(args.out))
+        _out("\n".join(lines))
+        return OK
+    if args.json:
+        _check_out(args.json, "--json")
     try:
-        progress = _Progress("predicting")
-        reports = cc.compare_many(records, runs=args.runs, progress=progress)
-        progress.close()
-    except ConfigError as e:
-        return _fail(f"a record's config is not a valid GemmConfig: {e}")
-    except (KeyError, TypeError) as e:
-        return _fail(f"a record lacks a field of kernels.run's launch records ({e}); give kernels.run JSON-lines files")
-    print(cc.render(reports, args.rows))
+        records = cc.read_records(args.records)
+    except cc.RecordError as e:
+        raise UsageError(str(e)) from None
+    plan = None
+    if args.plan:
+        try:
+            plan = json.loads(args.plan.read_text(encoding="utf-8"))
+            planned = [(p["label"], json.dumps(p["case"], sort_keys=True)) for p in plan["predictions"]]
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
+            return _fail(f"{args.plan}: not a plan file written by `protosim crosscheck plan` ({type(e).__name__}: {e})")
+    progress = _Progress("predicting")
+    reports = cc.compare_many(records, runs=args.runs, progress=progress)
+    progress.close()
+    text = [cc.render(reports, args.rows)]
     timing = None
     if args.timing:
         timing = {"correct_fit": cc.correct_fit(reports), "bench": cc.bench_timing(records)}
-        print(cc.render_timing(timing["correct_fit"], timing["bench"]))
+        text.append(cc.render_timing(timing["correct_fit"], timing["bench"]))
     missing = []
-    if args.plan:
-        try:
-            plan = json.loads(args.plan.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            return _fail(f"{args.plan}: cannot read the plan ({e})")
+    if plan is not None:
         ran = {json.dumps(r.prediction.case.to_dict(), sort_keys=True) for r in reports}
-        missing = [p["label"] for p in plan["predictions"] if json.dumps(p["case"], sort_keys=True) not in ran]
+        missing = [label for label, key in planned if key not in ran]
         if missing:
-            print(f"\n{len(missing)} planned config(s) have no silicon record: " + "; ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""))
+            text.append(f"\n{len(missing)} planned config(s) have no silicon record: " + "; ".join(missing[:5])
+                        + (" ..." if len(missing) > 5 else ""))
     if args.json:
-        args.json.write_text(json.dumps({"summary": cc.summary(reports), "not_run": missing, "timing": timing,
-                                         "cases": [r.to_json() for r in reports]}, indent=1) + "\n")
-    return 0 if all(r.agree for r in reports) else 1
+        blob = json.dumps({"summary": cc.summary(reports), "not_run": missing, "timing": timing,
+                           "cases": [r.to_json() for r in reports]}, indent=1) + "\n"
+        _write(args.json, lambda p: p.write_text(blob))
+    _out("\n".join(text))
+    return OK if all(r.agree for r in reports) else BUG
 
 
 def _cmd_explain(args) -> int:
+    from protosim.explain import explain
     from protosim.verdict import judge
 
-    scenario = load_scenario(args.file)
+    scenario = _load(args)
     verdict, result = judge(scenario.build())
-    print(explain(verdict, result, title=scenario.name))
-    return 0
+    _out(explain(verdict, result, title=scenario.name))
+    return OK if verdict.ok else BUG
 
 
 def _cmd_demo(args) -> int:
+    from protosim.report import render_demo, run_scenario
+
     folder = args.dir or builtin_dir()
     files = sorted(folder.glob("*.toml")) if folder.is_dir() else []
     if not files:
         return _fail(f"{folder}: no scenario files (*.toml); pass --dir with a folder of scenarios")
+    scenarios = [load_scenario(f) for f in files]  # every file valid before the first replay
     reports = []
-    for i, f in enumerate(files):
-        scenario = load_scenario(f)
-        if sys.stderr.isatty():
-            print(f"\r[{i + 1}/{len(files)}] {scenario.name:<40}", end="", file=sys.stderr, flush=True)
-        reports.append(run_scenario(scenario, runs=args.runs, max_stall=args.max_stall, seed=args.seed))
-    if sys.stderr.isatty():
-        print("\r" + " " * 60 + "\r", end="", file=sys.stderr, flush=True)
-    if args.json:
-        print(dumps([r.to_json() for r in reports]))
-    else:
-        print(render_demo(reports))
-    return 0 if all(r.agrees is not False for r in reports) else 1
+    progress = _Progress("demo", args.quiet)
+    for i, scenario in enumerate(scenarios):
+        progress(i, len(scenarios))
+        reports.append(run_scenario(scenario, runs=args.runs, max_stall=args.max_stall, seed=args.seed, budget_s=args.budget))
+    progress.close()
+    _out(dumps([r.to_json() for r in reports]) if args.json else render_demo(reports))
+    return OK if all(r.agrees is not False for r in reports) else BUG
 
 
 def _cmd_schedule(args) -> int:
-    scenario = load_scenario(args.file)
-    print(dumps(to_json(scenario.build())))
-    return 0
+    from protosim.scenarios import schedule_file
+
+    _out(dumps(schedule_file(_load(args))))
+    return OK
 
 
 def _cmd_profile(args) -> int:
     prof = load_profile(args.arch)
-    print(f"{prof.name}: {prof.description} ({prof.target})")
+    lines = [f"{prof.name}: {prof.description} ({prof.target})"]
     width = max(len(k) for k in prof.constants)
     for key, c in prof.constants.items():
         mark = "GUESS" if c.guess else "     "
-        print(f"  {key.ljust(width)}  {str(c.value):>32} {c.unit:<22} {mark} {c.source}")
-    print(f"\n{len(prof.guesses())} of {len(prof.constants)} constants are guesses.")
-    return 0
+        lines.append(f"  {key.ljust(width)}  {str(c.value):>32} {c.unit:<22} {mark} {c.source}")
+    lines.append(f"\n{len(prof.guesses())} of {len(prof.constants)} constants are guesses.")
+    _out("\n".join(lines))
+    return OK
 
 
 def _nominal_timeline(args):
-    """Replay the scenario once; its verdict, raw result and timeline."""
+    """Check the output path, replay the scenario once; its verdict, raw result and timeline."""
     from protosim.explain import primary
     from protosim.timeline import build_timeline
     from protosim.verdict import judge
 
-    scenario = load_scenario(args.file)
-    verdict, result = judge(scenario.build())
+    _check_out(args.out, "-o")
+    scenario = _load(args)
+    schedule = scenario.build()
+    if getattr(args, "cta", None) is not None and args.cta >= len(schedule.ctas):
+        raise UsageError(f"--cta {args.cta}: the schedule has CTAs 0..{len(schedule.ctas) - 1}")
+    verdict, result = judge(schedule)
     timeline = build_timeline(result, verdict.findings, verdict.outcome.summary(), max_ctas=args.max_ctas,
                               first=primary(verdict.findings))
     return scenario, verdict, result, timeline
 
 
-def _written(path: Path, what: str, note: str) -> int:
+def _written(path: Path, what: str, note: str, verdict) -> int:
     size = path.stat().st_size
-    print(f"wrote {path} ({size / 1e6:.2f} MB): {what}" + (f"; {note}" if note else ""))
-    return 0
+    _out(f"wrote {path} ({size / 1e6:.2f} MB): {what}" + (f"; {note}" if note else "")
+         + f"\nverdict: {'OK: no findings' if verdict.ok else 'NOT OK: ' + ', '.join(verdict.kinds())} [nominal replay]")
+    return OK if verdict.ok else BUG
 
 
 def _cmd_trace(args) -> int:
@@ -339,32 +513,38 @@ def _cmd_trace(args) -> int:
 
     from protosim.views.trace import to_trace_events
 
-    _, _, _, tl = _nominal_timeline(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w") as f:
-        json.dump(to_trace_events(tl), f, separators=(",", ":"))
-    return _written(args.out, "open it in https://ui.perfetto.dev or chrome://tracing", tl.note)
+    _, verdict, _, tl = _nominal_timeline(args)
+
+    def write(path: Path) -> None:
+        with path.open("w") as f:
+            json.dump(to_trace_events(tl), f, separators=(",", ":"))
+
+    _write(args.out, write)
+    return _written(args.out, "open it in https://ui.perfetto.dev or chrome://tracing", tl.note, verdict)
 
 
 def _cmd_plot(args) -> int:
-    from protosim.views.plot import PlotError, plot
-
-    _, _, _, tl = _nominal_timeline(args)
     try:
-        plot(tl, args.out, cta=args.cta)
+        from protosim.views.plot import PlotError, plot
+    except ImportError as e:
+        raise UsageError(f"plot needs matplotlib ({e}); pip install 'protosim[plot]'") from None
+
+    _, verdict, _, tl = _nominal_timeline(args)
+    try:
+        _write(args.out, lambda p: plot(tl, p, cta=args.cta))
     except PlotError as e:
         return _fail(str(e))
-    return _written(args.out, f"CTA {args.cta if args.cta is not None else 'of the first finding'}", tl.note)
+    return _written(args.out, f"CTA {args.cta if args.cta is not None else 'of the first finding'}", tl.note, verdict)
 
 
 def _cmd_report(args) -> int:
+    from protosim.explain import explain
     from protosim.views.html import render
 
     scenario, verdict, result, tl = _nominal_timeline(args)
     page = render(tl, verdict, explain(verdict, result, title=scenario.name), title=scenario.name)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(page, encoding="utf-8")
-    return _written(args.out, "a self-contained page (no network needed)", tl.note)
+    _write(args.out, lambda p: p.write_text(page, encoding="utf-8"))
+    return _written(args.out, "a self-contained page (no network needed)", tl.note, verdict)
 
 
 _COMMANDS = {"run": _cmd_run, "explain": _cmd_explain, "demo": _cmd_demo, "schedule": _cmd_schedule,

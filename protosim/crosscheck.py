@@ -20,6 +20,9 @@ This module is pure (no GPU, no tvm, no torch): the CI regression test and
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -276,6 +279,70 @@ def _observed_label(o: Observed) -> str:
     return o.kind
 
 
+class RecordError(ValueError):
+    """A launch-records file that is not what ``kernels.run`` writes; names file and line."""
+
+
+def read_records(paths: list[Path], max_ops: int = 2_000_000) -> list[dict[str, Any]]:
+    """Every launch record of ``paths`` (``kernels.run`` JSON lines), each checked the way
+    :func:`compare_many` will read it -- its case (step, config, delays, L2 state) and its
+    observed outcome -- so a malformed line is refused before any replay."""
+    from protosim.builders import estimate_ops
+    from protosim.strategies import STEPS
+
+    records = []
+    for path in paths:
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except OSError as e:
+            raise RecordError(f"{path}: cannot read it ({e.strerror})") from None
+        except UnicodeDecodeError as e:
+            raise RecordError(f"{path}: not UTF-8 text (byte {e.start}); give kernels.run JSON-lines files") from None
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{n}"
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise RecordError(f"{where}: not a JSON line ({e.msg})") from None
+            except RecursionError:
+                raise RecordError(f"{where}: nested too deeply to be a launch record") from None
+            if not isinstance(r, dict):
+                raise RecordError(f"{where}: a launch record is a JSON object; give kernels.run JSON-lines files")
+            kind = r.get("kind", "outcome")
+            if kind not in ("outcome", "bench", "trace"):
+                raise RecordError(f"{where}: kind {kind!r}; kernels.run writes outcome, bench or trace records")
+            if kind == "outcome" or (kind == "bench" and r.get("outcome") == "correct"):
+                _check_record(r, where, STEPS, estimate_ops, max_ops)
+            records.append(r)
+    return records
+
+
+def _check_record(r: dict[str, Any], where: str, steps, estimate_ops, max_ops: int) -> None:
+    if r.get("step") not in steps:
+        raise RecordError(f"{where}: step {r.get('step')!r}; use one of {', '.join(steps)}")
+    if not isinstance(r.get("config"), dict) or not isinstance(r.get("delays", {}), dict):
+        raise RecordError(f"{where}: config and delays must be objects of GemmConfig fields")
+    if r.get("outcome") not in SILICON_KIND:
+        raise RecordError(f"{where}: outcome {r.get('outcome')!r}; kernels.run writes one of {', '.join(SILICON_KIND)}")
+    try:
+        case = case_of(r)
+        if r.get("kind", "outcome") == "outcome":
+            observe(r)
+        else:
+            float(r["bench"]["ms"]), str(r["name"])  # noqa: B018 - what bench_timing reads
+    except ConfigError as e:
+        raise RecordError(f"{where}: config.{e.field}: {e.message}") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise RecordError(f"{where}: not a kernels.run launch record ({type(e).__name__}: {e})") from None
+    from protosim.arch import load_profile
+
+    ops = estimate_ops(case.builder, case.config, load_profile(case.config.arch).sm_count)
+    if ops > max_ops:
+        raise RecordError(f"{where}: its config would replay ~{ops:,} ops, more than {max_ops:,}")
+
+
 def group_records(records: list[dict[str, Any]]) -> dict[str, tuple[Case, list[dict[str, Any]]]]:
     """Outcome launch records grouped by the case they ran (bench records are timing, not outcomes)."""
     groups: dict[str, tuple[Case, list[dict[str, Any]]]] = {}
@@ -303,6 +370,8 @@ def draw_cases(n: int, seed: int = 0, **strategy_args) -> list[Case]:
 
     out: list[Case] = []
     seen: set[str] = set()
+    if n < 1:  # Hypothesis refuses max_examples=0
+        return out
 
     @hypothesis_seed(seed)
     @settings(max_examples=20 * n, phases=[Phase.generate], database=None, deadline=None,

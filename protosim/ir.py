@@ -462,6 +462,9 @@ def validate(s: Schedule) -> None:
         raise ScheduleError(f"schedule {s.name!r}: no roles; declare at least one role")
     if not s.ctas:
         raise ScheduleError(f"schedule {s.name!r}: no CTAs; give at least one CTA program")
+    for r in s.roles:
+        if r.warps < 1:
+            raise ScheduleError(f"role {r.name!r}: {r.warps} warps; a role has at least one warp")
     barriers = {b.name: b for b in s.barriers}
     buffers = {b.name: b for b in s.buffers}
     for b in s.buffers:
@@ -546,28 +549,109 @@ def _plain(value: Any) -> Any:
     return value
 
 
+NONNEGATIVE = frozenset({"bytes", "cycles", "columns", "n", "m", "k_elems", "threads", "barrier_id", "count"})
+"""Op fields that PTX cannot express negative (sizes, counts, ids, u32 operands): a negative
+value is a mistake in the input, refused before the replay.  Values PTX can express but
+leaves undefined (an arrive count of 0, an expect_tx past 2^20-1) reach the model and
+come back as findings."""
+MIN_USE = -1
+"""A wait for "phase -1" (a producer's first wait on a fresh barrier) is legal."""
+
+
+def _check_int(where: str, name: str, value: Any, low: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScheduleError(f"{where}: {name} = {value!r}: must be an integer")
+    if low is not None and value < low:
+        raise ScheduleError(f"{where}: {name} = {value}: must be >= {low}")
+
+
+def _access_from_json(v: Any, where: str) -> Access:
+    if not isinstance(v, dict):
+        raise ScheduleError(f"{where}: an access is an object {{buffer, stage, content, part}}, got {v!r}")
+    unknown = set(v) - {"buffer", "stage", "content", "part"}
+    if unknown:
+        raise ScheduleError(f"{where}: an access has no field(s) {sorted(unknown)}; fields: buffer, stage, content, part")
+    if not isinstance(v.get("buffer"), str):
+        raise ScheduleError(f"{where}: access buffer = {v.get('buffer')!r}: must be a buffer name (a string)")
+    _check_int(where, "stage", v.get("stage", 0), 0)
+    if not isinstance(v.get("content", ""), str):
+        raise ScheduleError(f"{where}: access content = {v.get('content')!r}: must be a string")
+    if v.get("part") is not None:
+        _check_int(where, "part", v["part"], WARP_PART)
+    return Access(**v)
+
+
 def _op_from_json(d: dict[str, Any], where: str) -> Op:
+    if not isinstance(d, dict):
+        raise ScheduleError(f"{where}: an op is an object with an 'op' field, got {d!r}")
     d = dict(d)
     kind = d.pop("op", None)
-    cls = OP_TYPES.get(kind)  # type: ignore[arg-type]
+    cls = OP_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise ScheduleError(f"{where}: unknown op {kind!r}; known ops: {', '.join(sorted(OP_TYPES))}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(d) - names
+    types = {f.name: f.type for f in dataclasses.fields(cls)}
+    unknown = set(d) - set(types)
     if unknown:
-        raise ScheduleError(f"{where}: op {kind!r} has no field(s) {sorted(unknown)}; fields: {sorted(names)}")
-    for key in ("dst", "src"):
-        if isinstance(d.get(key), dict):
-            d[key] = Access(**d[key])
-    for key in ("reads", "writes"):
-        if key in d:
-            d[key] = tuple(Access(**a) for a in d[key])
-    if d.get("tile") is not None:
-        d["tile"] = tuple(d["tile"])
+        raise ScheduleError(f"{where}: op {kind!r} has no field(s) {sorted(unknown)}; fields: {sorted(types)}")
+    for name, value in list(d.items()):
+        t = types[name]
+        if t == "Access":
+            d[name] = _access_from_json(value, f"{where} {name}")
+        elif t == "tuple[Access, ...]":
+            if not isinstance(value, list):
+                raise ScheduleError(f"{where}: {name} must be a list of accesses, got {value!r}")
+            d[name] = tuple(_access_from_json(a, f"{where} {name}[{i}]") for i, a in enumerate(value))
+        elif t == "tuple[int, int] | None":
+            if value is not None:
+                if not isinstance(value, list) or len(value) != 2:
+                    raise ScheduleError(f"{where}: {name} = {value!r}: must be [m, n] or null")
+                for x in value:
+                    _check_int(where, name, x)
+                d[name] = tuple(value)
+        elif t in ("int", "int | None"):
+            if value is None and t == "int | None":
+                continue
+            _check_int(where, name, value, 0 if name in NONNEGATIVE else MIN_USE if name == "use" else None)
+        elif t == "bool":
+            if not isinstance(value, bool):
+                raise ScheduleError(f"{where}: {name} = {value!r}: must be true or false")
+        elif not isinstance(value, str):  # str and Issuer
+            raise ScheduleError(f"{where}: {name} = {value!r}: must be a string")
     try:
         return cls(**d)
     except TypeError as e:
         raise ScheduleError(f"{where}: op {kind!r}: {e}") from None
+
+
+def _decls(d: dict[str, Any], key: str, cls: type, ints: dict[str, int]) -> tuple:
+    """Storage or role declarations: objects with a unique string ``name`` and integer
+    fields at or above their lower bound (``ints``)."""
+    items = d[key]
+    if not isinstance(items, list):
+        raise ScheduleError(f"schedule JSON: {key} must be a list, got {type(items).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    out, seen = [], set()
+    for i, item in enumerate(items):
+        where = f"{key}[{i}]"
+        if not isinstance(item, dict):
+            raise ScheduleError(f"schedule JSON: {where} must be an object, got {item!r}")
+        unknown = set(item) - names
+        if unknown:
+            raise ScheduleError(f"schedule JSON: {where} has no field(s) {sorted(unknown)}; fields: {sorted(names)}")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise ScheduleError(f"schedule JSON: {where}: name = {name!r}: must be a non-empty string")
+        if name in seen:
+            raise ScheduleError(f"schedule JSON: {where}: {name!r} is declared twice; names must be unique")
+        seen.add(name)
+        for field_, low in ints.items():
+            if field_ in item:
+                _check_int(f"schedule JSON: {where} ({name})", field_, item[field_], low)
+        try:
+            out.append(cls(**item))
+        except TypeError as e:
+            raise ScheduleError(f"schedule JSON: {where} ({name}): {e}") from None
+    return tuple(out)
 
 
 def to_json(s: Schedule) -> dict[str, Any]:
@@ -587,35 +671,76 @@ def to_json(s: Schedule) -> dict[str, Any]:
     }
 
 
-def from_json(d: dict[str, Any]) -> Schedule:
-    """Inverse of :func:`to_json`; raises :class:`ScheduleError` naming the bad entry."""
-    if d.get("protosim_schedule") != SCHEMA:
+TOP_LEVEL = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "config",
+             "description", "expect", "explore")
+"""Keys of a schedule file; ``description``, ``expect`` and ``explore`` come from the
+scenario that built it (``protosim schedule``) and are read by protosim.scenarios."""
+
+
+def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
+    """Inverse of :func:`to_json`; raises :class:`ScheduleError` naming the bad entry.
+    ``max_ops``: refuse a schedule of more ops than that (before building any op)."""
+    if not isinstance(d, dict) or d.get("protosim_schedule") != SCHEMA:
         raise ScheduleError(f"not a protosim schedule (schema {SCHEMA}): missing 'protosim_schedule': {SCHEMA}")
-    try:
-        sched = Schedule(
-            name=d["name"],
-            arch=d["arch"],
-            barriers=tuple(BarrierDecl(**b) for b in d["barriers"]),
-            buffers=tuple(BufferDecl(**b) for b in d["buffers"]),
-            roles=tuple(RoleDecl(**r) for r in d["roles"]),
-            ctas=tuple(
-                CtaProgram(
-                    c["index"],
-                    tuple(
-                        tuple(_op_from_json(o, f"CTA {c['index']} role #{r} op #{i}") for i, o in enumerate(ops))
-                        for r, ops in enumerate(c["roles"])
-                    ),
-                )
-                for c in d["ctas"]
-            ),
-            config=d.get("config", {}),
-        )
-    except KeyError as e:
-        raise ScheduleError(f"schedule JSON is missing field {e}") from None
-    except TypeError as e:
-        raise ScheduleError(f"schedule JSON: {e}") from None
+    unknown = [k for k in d if k not in TOP_LEVEL]
+    if unknown:
+        raise ScheduleError(f"schedule JSON: unknown field(s) {unknown}; a schedule has {', '.join(TOP_LEVEL)}")
+    for key in ("name", "arch", "barriers", "buffers", "roles", "ctas"):
+        if key not in d:
+            raise ScheduleError(f"schedule JSON is missing field {key!r}")
+    for key in ("name", "arch"):
+        if not isinstance(d[key], str):
+            raise ScheduleError(f"schedule JSON: {key} = {d[key]!r}: must be a string")
+    if not isinstance(d.get("config", {}), dict):
+        raise ScheduleError("schedule JSON: config must be an object")
+    if not isinstance(d["ctas"], list):
+        raise ScheduleError("schedule JSON: ctas must be a list of {index, roles}")
+    barriers = _decls(d, "barriers", BarrierDecl, {"count": 0})
+    buffers = _decls(d, "buffers", BufferDecl, {"stages": 1, "bytes": 0, "columns": 0, "parts": 1, "align": 1})
+    roles = _decls(d, "roles", RoleDecl, {"warps": 1})
+    for b in buffers:
+        if b.space not in ("smem", "tmem"):
+            raise ScheduleError(f"schedule JSON: buffer {b.name!r}: space = {b.space!r}; use 'smem' or 'tmem'")
+    n_ops = 0
+    for c in d["ctas"]:
+        if not isinstance(c, dict) or not isinstance(c.get("roles"), list) or not all(isinstance(r, list) for r in c["roles"]):
+            raise ScheduleError(f"schedule JSON: a CTA is {{index, roles: [[op, ...] per role]}}, got {str(c)[:80]}")
+        n_ops += sum(len(ops) for ops in c["roles"])
+    if max_ops is not None and n_ops > max_ops:
+        raise ScheduleError(f"schedule JSON: {n_ops:,} ops, more than the limit of {max_ops:,}; pass --max-ops {n_ops} to replay it")
+    ctas = []
+    seen: set[int] = set()
+    for c in d["ctas"]:
+        _check_int("schedule JSON: a CTA", "index", c.get("index"), 0)
+        if c["index"] in seen:
+            raise ScheduleError(f"schedule JSON: CTA index {c['index']} appears twice")
+        seen.add(c["index"])
+        ctas.append(CtaProgram(c["index"], tuple(
+            tuple(_op_from_json(o, f"CTA {c['index']} role #{r} op #{i}") for i, o in enumerate(ops))
+            for r, ops in enumerate(c["roles"]))))
+    sched = Schedule(name=d["name"], arch=d["arch"], barriers=barriers, buffers=buffers, roles=roles,
+                     ctas=tuple(ctas), config=d.get("config", {}))
     validate(sched)
     return sched
+
+
+def validate_for(s: Schedule, profile: Any) -> None:
+    """Raise :class:`ScheduleError` for an op or buffer the arch cannot run (``profile``:
+    a ``protosim.arch.ArchProfile``; its ``unsupported(kind)`` says why)."""
+    for b in s.buffers:
+        if b.space == "tmem" and not profile.has_tmem:
+            raise ScheduleError(f"buffer {b.name!r} is in TMEM; {profile.name} has no tensor memory (tcgen05 only)")
+    checked: set[type] = set()
+    for cta in s.ctas:
+        for role, ops in zip(s.roles, cta.roles, strict=True):
+            for i, op in enumerate(ops):
+                if op.__class__ in checked:
+                    continue
+                why = profile.unsupported(op.kind)
+                if why:
+                    raise ScheduleError(f"CTA {cta.index}, role {role.name!r}, op #{i} ({op.kind}): {why}; "
+                                        f"replay it on an arch that has it, or change the op")
+                checked.add(op.__class__)
 
 
 def dumps(s: Schedule) -> str:

@@ -17,9 +17,11 @@ from protosim.ir import content_hash
 from protosim.scenarios import Scenario, check_expectation
 from protosim.verdict import OUTCOMES, OutcomeSet, Slack, Verdict, explore, judge, slack
 
-DEFAULT_RUNS = 24
 LARGE_SCHEDULE_OPS = 50_000
 """Above this many ops a replay takes seconds: explore only when asked."""
+
+OK, BUG, BAD_INPUT, INTERNAL = 0, 1, 2, 3
+"""The exit-code contract of every command (README, ``protosim --help``)."""
 
 
 @dataclass
@@ -35,6 +37,43 @@ class RunReport:
     @property
     def agrees(self) -> bool | None:
         return None if not self.scenario.expect.declared else not self.problems
+
+    @property
+    def ok(self) -> bool:
+        """No finding in the nominal replay and every explored replay correct, without findings."""
+        return self.verdict.ok and (self.outcomes is None or self.outcomes.clean())
+
+    @property
+    def status(self) -> int:
+        """0 when ok and agreeing with a declared [expect]; 1 otherwise."""
+        return OK if self.ok and self.agrees is not False else BUG
+
+    def headline(self) -> str:
+        """The one line a user reads: OK or NOT OK, the worst reachable outcomes and how
+        often, and what the nominal replay showed."""
+        v, o = self.verdict, self.outcomes
+        counts: dict[str, int] = {}
+        for f in v.findings:
+            counts[f.kind] = counts.get(f.kind, 0) + 1
+        found = ", ".join(f"{k} x{n}" for k, n in counts.items())
+        nominal = f"the nominal replay is {v.outcome.kind}" + (f" ({', '.join(counts)})" if counts else "")
+        if o is None:
+            scope = f"nominal replay only ({self.note or 'no exploration'})"
+            if self.ok:
+                return f"OK: no findings in the nominal replay; {scope}"
+            return f"NOT OK: {v.outcome.kind} ({', '.join(counts) or 'no findings'}) in the nominal replay; {scope}"
+        bad = o.bad()
+        if self.ok:
+            return f"OK: no findings; every replay correct ({o.runs}/{o.runs}; {o.describe_stop()})"
+        if bad:
+            reach = ", ".join(f"{c.kind} in {c.runs}/{o.runs}" for c in bad)
+            return f"NOT OK: {reach.replace(' in ', ' reachable in ', 1)} replays; {nominal}"
+        extra = sorted(o.classes["correct"].finding_kinds - set(counts)) if "correct" in o.classes else []
+        if found:
+            return (f"NOT OK: findings ({', '.join(counts)}) in the nominal replay, though every replay's output was "
+                    f"correct ({o.runs}/{o.runs})")
+        return (f"NOT OK: findings {', '.join(extra)} in perturbed replays, though every replay's output was correct "
+                f"({o.runs}/{o.runs}); {nominal}")
 
     def to_json(self) -> dict[str, Any]:
         s = self.scenario
@@ -53,31 +92,40 @@ class RunReport:
             "agrees": self.agrees,
             "problems": self.problems,
             "note": self.note,
+            "ok": self.ok,
+            "status": self.status,
+            "headline": self.headline(),
         }
 
 
 def run_scenario(scenario: Scenario, runs: int | None = None, max_stall: int | None = None,
                  seed: int | None = None, with_slack: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> RunReport:
-    schedule = scenario.build()
+                 progress: Callable[[int, int], None] | None = None, budget_s: float | None = None,
+                 slack_target: tuple[str, int] | None = None, schedule=None) -> RunReport:
+    """``runs``: replays to explore (1: nominal only; None: the scenario's [explore] runs,
+    else adaptive -- see :func:`protosim.verdict.explore`).  Schedules of more than
+    :data:`LARGE_SCHEDULE_OPS` ops are replayed once unless ``runs`` is given."""
+    schedule = schedule if schedule is not None else scenario.build()
     arch = load_profile(schedule.arch)
     h = content_hash(schedule)
     verdict, result = judge(schedule, arch, schedule_hash=h)
     note = ""
     if runs is None:
         runs = scenario.runs
-    if runs is None:  # nobody chose: explore small schedules, replay large ones once
-        big = schedule.op_count() > LARGE_SCHEDULE_OPS
-        runs = 1 if big else DEFAULT_RUNS
-        if big:
-            note = (f"exploration skipped: {schedule.op_count():,} ops make each replay slow; "
-                    f"pass --runs N (or [explore] runs) to explore")
+    explore_runs: int | None = runs
+    if runs is None and schedule.op_count() > LARGE_SCHEDULE_OPS:  # nobody chose: replay large schedules once
+        explore_runs = 1
+        note = (f"exploration skipped: {schedule.op_count():,} ops make each replay slow; "
+                f"pass --runs N (or [explore] runs) to explore")
     outcomes = None
-    if runs > 1:
-        outcomes = explore(schedule, runs=runs, seed=scenario.seed if seed is None else seed,
+    if explore_runs is None or explore_runs > 1:
+        outcomes = explore(schedule, runs=explore_runs, seed=scenario.seed if seed is None else seed,
                            max_stall=scenario.max_stall if max_stall is None else max_stall, arch=arch,
-                           progress=progress)
-    sl = slack(schedule, arch=arch) if with_slack else None
+                           progress=progress, budget_s=budget_s)
+    sl = None
+    if with_slack:
+        role, warp = slack_target if slack_target else (None, None)
+        sl = slack(schedule, arch=arch, role=role, warp=warp)
     problems = check_expectation(scenario.expect, verdict, outcomes)
     return RunReport(scenario, verdict, result, outcomes, sl, problems, note)
 
@@ -99,10 +147,9 @@ def render_run(rep: RunReport, max_findings: int = 8) -> str:
     counts: dict[str, int] = {}
     for f in v.findings:
         counts[f.kind] = counts.get(f.kind, 0) + 1
-    if v.ok:
-        lines.append("verdict    OK: no findings")
-    else:
-        lines.append("verdict    NOT OK: " + ", ".join(f"{k} x{n}" for k, n in counts.items()))
+    lines.append(f"verdict    {rep.headline()}")
+    if counts:
+        lines.append("findings   " + ", ".join(f"{k} x{n}" for k, n in counts.items()) + "   [nominal replay]")
     lines.append(f"outcome    {v.outcome.summary()}   [nominal replay]")
     if rep.outcomes:
         o = rep.outcomes
@@ -112,7 +159,9 @@ def render_run(rep: RunReport, max_findings: int = 8) -> str:
             if c:
                 extra = f", from a perturbation of {c.min_magnitude:,.0f} cyc" if c.min_magnitude > 0 else ""
                 parts.append(f"{k} ({c.runs}/{o.runs}{extra})")
-        lines.append(f"reachable  {'; '.join(parts)}   [{o.runs} replays, stalls up to {o.max_stall:,} cyc, seed {o.seed}]")
+        lines.append(f"reachable  {'; '.join(parts)}   [{o.describe_stop()}; stalls up to {o.max_stall:,} cyc, seed {o.seed}]")
+        if o.targets:
+            lines.append(f"           lags aimed at {', '.join(o.targets[:8])}" + (f" (+{len(o.targets) - 8})" if len(o.targets) > 8 else ""))
         for k in OUTCOMES:
             c = o.classes.get(k)
             if c and k == "wrong":

@@ -28,18 +28,19 @@ the fix; the CLI prints it as one line and exits 2.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from protosim.arch import UnknownArch, load_profile
-from protosim.builders import BUILDERS, CONFIGS
+from protosim.arch import ArchProfile, UnknownArch, load_profile
+from protosim.builders import BUILDERS, CONFIGS, HONOURS, estimate_ops, unhonoured
 from protosim.checkers import FINDING_KINDS
 from protosim.config import ConfigError, GemmConfig
 from protosim.engine import smem_bytes
-from protosim.ir import Schedule, ScheduleError, from_json
+from protosim.ir import Schedule, ScheduleError, from_json, to_json, validate_for
 from protosim.verdict import OUTCOMES, OutcomeSet, Verdict
 
 TOP_LEVEL = ("name", "description", "builder", "config", "expect", "explore")
@@ -78,12 +79,16 @@ class Scenario:
     seed: int = 0
     schedule_json: dict[str, Any] | None = None
     """Set when the file is a raw schedule (JSON) rather than a builder + config."""
+    built: Schedule | None = field(default=None, compare=False, repr=False)
+    """The schedule, built once while loading (validation needs it anyway)."""
 
     @property
     def arch(self) -> str:
         return self.config.arch if self.config else self.schedule_json["arch"]  # type: ignore[index]
 
     def build(self) -> Schedule:
+        if self.built is not None:
+            return self.built
         if self.schedule_json is not None:
             return from_json(self.schedule_json)
         return BUILDERS[self.builder](self.config)  # type: ignore[arg-type]
@@ -104,28 +109,84 @@ def _int(path: Path, field: str, value: Any, low: int) -> int:
     return value
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Parse and validate a scenario (``.toml``) or a raw schedule (``.json``)."""
+DEFAULT_MAX_OPS = 2_000_000
+"""Largest schedule replayed without asking (``--max-ops`` raises it): the full-chip
+4096^3 step 6 is ~600k ops; 8192^3 would be ~5M ops and minutes per replay."""
+
+
+def _read_text(path: Path) -> str:
+    if path.is_dir():
+        raise ScenarioError(path, "file", "is a directory; give a scenario .toml, a schedule .json or a Triton .ttgir")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ScenarioError(path, "file", f"cannot read it ({e.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(path, "file", f"not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` from ``--set``: the value is read as a TOML value (``K=1024``,
+    ``skip_store_wait=true``), else taken as a string (``tma_issuer=each_warp``).  A key
+    without a table (``K``) is a ``[config]`` field; ``explore.runs`` names its table."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ScenarioError("--set", text, "expected KEY=VALUE, e.g. --set K=1024 or --set tma_issuer=each_warp")
+    try:
+        parsed = tomllib.loads(f"v = {value.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        parsed = value.strip()
+    return key, parsed
+
+
+def _apply_overrides(raw: dict[str, Any], overrides: list[tuple[str, Any]]) -> None:
+    for key, value in overrides:
+        table, dot, name = key.rpartition(".")
+        if not dot:
+            table, name = ("config", key) if key not in TOP_LEVEL else ("", key)
+        if table and table not in ("config", "expect", "explore"):
+            raise ScenarioError("--set", key, "use a [config] field (K=...), or expect.FIELD / explore.FIELD")
+        if table:
+            sub = raw.setdefault(table, {})
+            if not isinstance(sub, dict):
+                raise ScenarioError("--set", key, f"the scenario's {table} is not a table")
+            sub[name] = value
+        else:
+            raw[name] = value
+
+
+def load_scenario(path: str | Path, overrides: list[tuple[str, Any]] = (), max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
+    """Parse and validate a scenario (``.toml``), a raw schedule (``.json``) or a Triton
+    TTGIR file (``.ttgir``): every field, every reference, the arch's capabilities, the
+    knobs the builder honours and the schedule's size, before any replay.  ``overrides``
+    are ``--set`` pairs (scenario files only); ``max_ops`` the size limit."""
     path = Path(path)
     if not path.exists():
-        raise ScenarioError(path, "file", "no such file; give a scenario .toml or a schedule .json")
+        raise ScenarioError(path, "file", "no such file; give a scenario .toml, a schedule .json or a Triton .ttgir")
+    if path.suffix in (".json", ".ttgir") and overrides:
+        raise ScenarioError(path, "--set", "applies to scenario .toml files only (a schedule or TTGIR has no config to change)")
     if path.suffix == ".json":
-        return _load_schedule_json(path)
+        return _load_schedule_json(path, max_ops)
     if path.suffix == ".ttgir":
-        return _load_ttgir(path)
+        return _load_ttgir(path, max_ops)
     try:
-        raw = tomllib.loads(path.read_text())
+        raw = tomllib.loads(_read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(path, "toml", f"not valid TOML ({e})") from None
-    except UnicodeDecodeError:
-        raise ScenarioError(path, "file", "not a text file") from None
+    _apply_overrides(raw, list(overrides))
     for key in raw:
         if key not in TOP_LEVEL:
             raise ScenarioError(path, key, f"unknown field; a scenario has {', '.join(TOP_LEVEL)}")
+    for key in ("name", "description"):
+        if key in raw and not isinstance(raw[key], str):
+            raise ScenarioError(path, key, f"{raw[key]!r} must be a string")
     builder = raw.get("builder")
     if builder is None:
         raise ScenarioError(path, "builder", f"missing; name one of {', '.join(BUILDERS)}")
-    if builder not in BUILDERS:
+    if not isinstance(builder, str) or builder not in BUILDERS:
         raise ScenarioError(path, "builder", f"unknown builder {builder!r}; use one of {', '.join(BUILDERS)}")
     conf = raw.get("config", {})
     if not isinstance(conf, dict):
@@ -137,8 +198,12 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(path, f"config.{e.field}", e.message) from None
     except UnknownArch as e:
         raise ScenarioError(path, "config.arch", str(e)) from None
+    for name, why in unhonoured(builder, config, conf):
+        raise ScenarioError(path, f"config.{name}", why)
     expect = _expectation(path, raw.get("expect", {}))
     explore = raw.get("explore", {})
+    if not isinstance(explore, dict):
+        raise ScenarioError(path, "explore", "must be a table (runs, max_stall, seed)")
     for key in explore:
         if key not in ("runs", "max_stall", "seed"):
             raise ScenarioError(path, f"explore.{key}", "unknown field; use runs, max_stall, seed")
@@ -153,6 +218,7 @@ def load_scenario(path: str | Path) -> Scenario:
         max_stall=_int(path, "explore.max_stall", explore.get("max_stall", 2000), 0),
         seed=_int(path, "explore.seed", explore.get("seed", 0), 0),
     )
+    _check_size_before_build(path, builder, config, arch, max_ops)
     # Build once here so that shape errors and capacity show up as input errors.
     try:
         schedule = scenario.build()
@@ -165,7 +231,27 @@ def load_scenario(path: str | Path) -> Scenario:
             f"the CTA needs {need:,} bytes of shared memory; {arch.name} allows {arch.smem_per_cta_bytes:,} per CTA. "
             f"Lower PIPE_DEPTH or BLK_N/BLK_K",
         )
-    return scenario
+    try:
+        validate_for(schedule, arch)
+    except ScheduleError as e:
+        raise ScenarioError(path, "config.arch", f"{builder} on {arch.name}: {e}") from None
+    return dataclasses.replace(scenario, built=schedule)
+
+
+def _check_size_before_build(path: Path, builder: str, config: Any, arch: ArchProfile, max_ops: int) -> None:
+    """Refuse, before building anything, a config whose stages cannot fit in shared
+    memory or whose schedule would exceed ``max_ops`` ops."""
+    if "PIPE_DEPTH" in HONOURS[builder] and isinstance(config, GemmConfig):
+        ring = config.PIPE_DEPTH * config.stage_bytes
+        if ring > arch.smem_per_cta_bytes:
+            raise ScenarioError(path, "config.PIPE_DEPTH",
+                                f"{config.PIPE_DEPTH} stages of {config.stage_bytes:,} bytes need {ring:,} bytes of shared "
+                                f"memory; {arch.name} allows {arch.smem_per_cta_bytes:,} per CTA. Lower PIPE_DEPTH or BLK_N/BLK_K")
+    ops = estimate_ops(builder, config, arch.sm_count)
+    if ops > max_ops:
+        raise ScenarioError(path, "config", f"the schedule would have ~{ops:,} ops, more than the limit of {max_ops:,} "
+                                            f"(a replay of that size takes minutes and gigabytes); shrink M/N/K, or pass "
+                                            f"--max-ops {ops} to replay it anyway")
 
 
 def _expectation(path: Path, raw: Any) -> Expectation:
@@ -189,22 +275,55 @@ def _expectation(path: Path, raw: Any) -> Expectation:
     )
 
 
-def _load_schedule_json(path: Path) -> Scenario:
+def _load_schedule_json(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(_read_text(path))
     except json.JSONDecodeError as e:
         raise ScenarioError(path, "json", f"not valid JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise ScenarioError(path, "json", "nested too deeply to be a schedule") from None
     if not isinstance(data, dict):
         raise ScenarioError(path, "json", "a schedule is a JSON object")
     try:
-        schedule = from_json(data)
-        load_profile(schedule.arch)
+        schedule = from_json(data, max_ops=max_ops)
+        arch = load_profile(schedule.arch)
+        validate_for(schedule, arch)
     except ScheduleError as e:
         raise ScenarioError(path, "schedule", str(e)) from None
     except UnknownArch as e:
         raise ScenarioError(path, "arch", str(e)) from None
-    return Scenario(path=path, name=schedule.name, description="hand-written schedule", builder="(schedule json)",
-                    config=None, schedule_json=data)
+    description = data.get("description", "hand-written schedule")
+    if not isinstance(description, str):
+        raise ScenarioError(path, "description", f"{description!r} must be a string")
+    explore = data.get("explore", {})
+    if not isinstance(explore, dict):
+        raise ScenarioError(path, "explore", "must be an object (runs, max_stall, seed)")
+    for key in explore:
+        if key not in ("runs", "max_stall", "seed"):
+            raise ScenarioError(path, f"explore.{key}", "unknown field; use runs, max_stall, seed")
+    return Scenario(path=path, name=schedule.name, description=description.strip(), builder="(schedule json)",
+                    config=None, expect=_expectation(path, data.get("expect", {})), schedule_json=data,
+                    runs=_int(path, "explore.runs", explore["runs"], 1) if "runs" in explore else None,
+                    max_stall=_int(path, "explore.max_stall", explore.get("max_stall", 2000), 0),
+                    seed=_int(path, "explore.seed", explore.get("seed", 0), 0), built=schedule)
+
+
+def schedule_file(scenario: Scenario) -> dict[str, Any]:
+    """The schedule as a file that keeps the scenario's name, description, expectation and
+    exploration settings (``protosim schedule``): ``protosim run`` on it judges alike."""
+    data = to_json(scenario.build())
+    data["name"] = scenario.name
+    if scenario.description:
+        data["description"] = scenario.description
+    e = scenario.expect
+    expect = {k: v for k, v in (("nominal", e.nominal), ("ok", e.ok)) if v is not None}
+    expect |= {k: list(v) for k, v in (("findings", e.findings), ("outcomes", e.outcomes), ("may", e.may)) if v}
+    if expect:
+        data["expect"] = expect
+    explore = {"max_stall": scenario.max_stall, "seed": scenario.seed} | ({"runs": scenario.runs} if scenario.runs else {})
+    if explore != {"max_stall": 2000, "seed": 0}:
+        data["explore"] = explore
+    return data
 
 
 def check_expectation(expect: Expectation, verdict: Verdict, outcomes: OutcomeSet | None) -> list[str]:
@@ -222,9 +341,12 @@ def check_expectation(expect: Expectation, verdict: Verdict, outcomes: OutcomeSe
         lacking = set(expect.outcomes) - seen
         extra = seen - set(expect.outcomes) - set(expect.may)
         if lacking:
-            problems.append(f"exploration never reached {', '.join(sorted(lacking))}")
-        if extra:
-            problems.append(f"exploration reached unexpected {', '.join(sorted(extra))}")
+            problems.append(f"exploration never reached {', '.join(sorted(lacking))} in {outcomes.runs} replays "
+                            f"(reached {', '.join(sorted(seen))})")
+        for k in sorted(extra):
+            c = outcomes.classes[k]
+            problems.append(f"exploration reached {k} in {c.runs}/{outcomes.runs} replays (first under {c.first}), "
+                            f"which [expect] neither requires (outcomes) nor allows (may)")
     return problems
 
 
@@ -233,19 +355,21 @@ def builtin_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "scenarios"
 
 
-def _load_ttgir(path: Path) -> Scenario:
+def _load_ttgir(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
     """A Triton TTGIR file, read by ``protosim.frontends.ttgir`` (its launch from
     ``<name>.launch.json`` beside it).  The description compares the shared memory the
     IR allocates with the ``shared`` field of the compiled kernel's metadata
     (``<name>.json`` beside it), when there is one."""
     from protosim.frontends.ttgir import TtgirError, metadata_shared, read
-    from protosim.ir import to_json
 
     try:
-        schedule, mod = read(path)
+        schedule, mod = read(path, max_ops=max_ops)
+        meta = metadata_shared(path)
+        validate_for(schedule, load_profile(schedule.arch))
     except TtgirError as e:
         raise ScenarioError(path, "ttgir", str(e).split(": ", 1)[-1]) from None
-    meta = metadata_shared(path)
+    except ScheduleError as e:
+        raise ScenarioError(path, "ttgir", f"target {schedule.arch}: {e}") from None
     if meta is None:
         smem = f"shared memory {mod.shared_bytes:,} B (no metadata JSON beside it to compare)"
     else:
@@ -253,4 +377,4 @@ def _load_ttgir(path: Path) -> Scenario:
                 f"{'match' if meta == mod.shared_bytes else 'MISMATCH'}")
     desc = f"Triton TTGIR @{mod.func}, target {mod.target}, {mod.num_warps} warps; {smem}"
     return Scenario(path=path, name=path.stem, description=desc, builder="ttgir", config=None,
-                    schedule_json=to_json(schedule))
+                    schedule_json=to_json(schedule), built=schedule)

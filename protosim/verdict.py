@@ -12,13 +12,21 @@ it can reach.  Outcome classes, from the findings alone:
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from protosim.arch import ArchProfile, load_profile
 from protosim.checkers import Finding, run_checkers
-from protosim.engine import Perturbation, RunResult, explore_plan, replay
+from protosim.engine import Perturbation, RunResult, explore_plan, race_plan, replay
 from protosim.ir import Schedule, content_hash
+
+try:  # the set of undefined behaviours silicon was seen to survive (docs/semantics.md)
+    from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
+except ImportError:  # pragma: no cover - older model without tolerated UB
+    SILICON_TOLERATED_UB: frozenset[str] = frozenset()
 
 OUTCOMES = ("correct", "wrong", "deadlock", "fault")
 HAZARDS = ("raw_hazard", "war_hazard")
@@ -197,29 +205,126 @@ class OutcomeSet:
     seed: int
     max_stall: int
     classes: dict[str, OutcomeClass]
+    stopped: str = "fixed"
+    """Why exploration stopped: ``fixed`` (the asked number of replays), ``converged``
+    (the last ``patience`` replays brought no new outcome, hang site, fault or finding
+    kind), ``cap`` (the adaptive cap), ``budget`` (the time budget)."""
+    asked: int | None = None
+    """Replays asked for (``None``: adaptive)."""
+    targets: tuple[str, ...] = ()
+    """Roles and warps the plan aimed a lag at."""
+    seconds: float = 0.0
 
     def kinds(self) -> set[str]:
         return set(self.classes)
+
+    def bad(self) -> list[OutcomeClass]:
+        """Reached outcomes other than ``correct``, fault first."""
+        return [self.classes[k] for k in reversed(OUTCOMES) if k in self.classes and k != "correct"]
+
+    def clean(self) -> bool:
+        """Every replay correct, and no replay reported a finding."""
+        return all(k == "correct" and not c.finding_kinds for k, c in self.classes.items())
+
+    def describe_stop(self) -> str:
+        return {
+            "fixed": f"{self.runs} replays as asked",
+            "converged": f"stopped after {self.runs} replays: the last {EXPLORE_PATIENCE} brought nothing new",
+            "cap": f"stopped at the cap of {self.runs} replays",
+            "budget": f"stopped by the time budget after {self.runs}"
+                      + (f" of {self.asked:,}" if self.asked else "") + f" replays ({self.seconds:.0f} s; --budget)",
+        }[self.stopped]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "runs": self.runs,
             "seed": self.seed,
             "max_stall": self.max_stall,
+            "stopped": self.stopped,
+            "asked": self.asked,
+            "targets": list(self.targets),
+            "seconds": round(self.seconds, 3),
             "outcomes": sorted(self.classes),
             "classes": [self.classes[k].to_json() for k in OUTCOMES if k in self.classes],
         }
 
 
-def explore(schedule: Schedule, runs: int = 24, seed: int = 0, max_stall: int = 2000,
-            arch: ArchProfile | None = None, progress: Callable[[int, int], None] | None = None) -> OutcomeSet:
-    """Replay under ``runs`` perturbations (the first is nominal) and collect outcomes."""
+EXPLORE_MIN_RUNS = 24
+"""Adaptive exploration replays at least this many (the old fixed default)."""
+EXPLORE_PATIENCE = 32
+"""... and stops once this many replays in a row brought nothing new."""
+EXPLORE_CAP = 400
+"""... and never more than this many."""
+EXPLORE_BUDGET_S = 60.0
+"""Wall-clock budget of one exploration (a flag raises it)."""
+
+
+def lag_targets(schedule: Schedule) -> list[tuple[str, int]]:
+    """Every (role, warp) the schedule has: what a targeted lag may hit."""
+    return [(r.name, w) for r in schedule.roles for w in range(r.warps)]
+
+
+def targeted_plan(schedule: Schedule, max_stall: int) -> list[Perturbation]:
+    """Lags aimed at each role and warp that exists (a quarter of ``max_stall`` and all
+    of it, before each of that warp's waits), then the model's closest races pushed the
+    other way (:func:`race_plan`).  A warp that is not there is never named."""
+    sizes = sorted({max(1, max_stall // 4), max(1, max_stall)})
+    plan = [Perturbation(skew_role=role, skew_warp=w, skew_cycles=s)
+            for s in sizes for role, w in lag_targets(schedule)]
+    return plan + race_plan(tuple(r.name for r in schedule.roles))
+
+
+def exploration_plan(schedule: Schedule, seed: int, max_stall: int) -> Iterator[Perturbation]:
+    """The nominal replay, then the targeted lags interleaved with seeded random
+    perturbations (:func:`explore_plan`'s rotation), then random ones without end."""
+    targeted = targeted_plan(schedule, max_stall)
+    yield Perturbation.none()
+    block = 0
+    while True:
+        for p in explore_plan(65, seed + block * 7919, max_stall)[1:]:  # distinct seeds per block
+            if targeted:
+                yield targeted.pop(0)
+            yield p
+        block += 1
+
+
+def _signature(verdict: Verdict) -> tuple:
+    o = verdict.outcome
+    return (o.kind, o.hung, o.fault.split(" (")[0], tuple(verdict.kinds()))
+
+
+def explore(schedule: Schedule, runs: int | None = 24, seed: int = 0, max_stall: int = 2000,
+            arch: ArchProfile | None = None, progress: Callable[[int, int], None] | None = None,
+            budget_s: float | None = None) -> OutcomeSet:
+    """Replay under perturbations (the first is nominal) and collect the outcomes.
+
+    ``runs``: exactly that many replays of :func:`explore_plan` (reproducible, the
+    plan the outcome sets of the scenarios were written against).  ``runs=None``:
+    adaptive -- :func:`exploration_plan` (lags aimed at every role and warp, then seeded
+    random perturbations) until :data:`EXPLORE_PATIENCE` replays in a row brought no new
+    outcome, hang site, fault or finding kind (at least :data:`EXPLORE_MIN_RUNS`, at most
+    :data:`EXPLORE_CAP`).  Either way exploration stops at ``budget_s`` seconds.  A replay
+    that trapped on undefined behaviour the H200 was seen to survive
+    (``SILICON_TOLERATED_UB``) is replayed again with the UB tolerated, so the set holds
+    both what a trap gives and what carrying on gives."""
     arch = arch or load_profile(schedule.arch)
     classes: dict[str, OutcomeClass] = {}
     h = content_hash(schedule)
-    plan = explore_plan(runs, seed, max_stall)
-    for n, p in enumerate(plan):
-        verdict, _ = judge(schedule, arch, p, schedule_hash=h)
+    plan: Iterator[Perturbation] = iter(explore_plan(runs, seed, max_stall)) if runs else exploration_plan(schedule, seed, max_stall)
+    total = runs or EXPLORE_CAP
+    seen: set[tuple] = set()
+    quiet = 0
+    done = 0
+    stopped = "fixed" if runs else "cap"
+    start = time.monotonic()
+    budget = EXPLORE_BUDGET_S if budget_s is None else budget_s
+    retry: list[Perturbation] = []
+    while done < total:
+        p = retry.pop() if retry else next(plan, None)
+        if p is None:
+            break
+        verdict, result = judge(schedule, arch, p, schedule_hash=h)
+        done += 1
         o = verdict.outcome
         c = classes.setdefault(o.kind, OutcomeClass(o.kind, first=p.describe()))
         c.runs += 1
@@ -229,9 +334,25 @@ def explore(schedule: Schedule, runs: int = 24, seed: int = 0, max_stall: int = 
         if o.fault:
             c.faults.add(o.fault.split(" (")[0])
         c.finding_kinds.update(verdict.kinds())
+        trap = result.trap
+        if (trap is not None and trap.kind in SILICON_TOLERATED_UB and hasattr(p, "tolerate_ub")
+                and not getattr(p, "tolerate_ub")):
+            retry.append(dataclasses.replace(p, tolerate_ub=True))
+            total += 1 if runs else 0
+        sig = _signature(verdict)
+        quiet = 0 if sig not in seen else quiet + 1
+        seen.add(sig)
         if progress:
-            progress(n + 1, len(plan))
-    return OutcomeSet(runs=len(plan), seed=seed, max_stall=max_stall, classes=classes)
+            progress(done, total)
+        if not runs and done >= EXPLORE_MIN_RUNS and quiet >= EXPLORE_PATIENCE and not retry:
+            stopped = "converged"
+            break
+        if time.monotonic() - start > budget and done < total:
+            stopped = "budget"
+            break
+    return OutcomeSet(runs=done, seed=seed, max_stall=max_stall, classes=classes, stopped=stopped, asked=runs,
+                      targets=tuple(f"{r}.w{w}" for r, w in lag_targets(schedule)) if not runs else (),
+                      seconds=time.monotonic() - start)
 
 
 @dataclass
@@ -246,6 +367,8 @@ class Slack:
     """
 
     warp: int
+    role: str
+    """The lagging warp's role (empty: warp ``warp`` of every role that has it)."""
     nominal: str
     tolerated: int
     breaks_at: int | None
@@ -257,18 +380,41 @@ class Slack:
     def summary(self, arch: ArchProfile) -> str:
         if self.breaks_at is None:
             return (f"no change up to a lag of {self.limit:,} cycles ({arch.cycles_to_us(self.limit):.1f} µs) "
-                    f"of warp {self.warp} before each wait")
-        return (f"{self.nominal} up to a lag of {self.tolerated:,} cycles of warp {self.warp} before each wait; "
+                    f"of {self.who} before each wait")
+        return (f"{self.nominal} up to a lag of {self.tolerated:,} cycles of {self.who} before each wait; "
                 f"at {self.breaks_at:,} cycles ({arch.cycles_to_us(self.breaks_at):.2f} µs): {self.broken} "
                 f"({', '.join(self.finding_kinds)})")
+
+    @property
+    def who(self) -> str:
+        return f"{self.role}.w{self.warp}" if self.role else f"warp {self.warp}"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def slack(schedule: Schedule, warp: int = 1, limit: int = 200_000, arch: ArchProfile | None = None,
-          precision: float = 0.05) -> Slack:
+def default_slack_target(schedule: Schedule) -> tuple[str, int]:
+    """The warp whose lag ``--slack`` measures by default: warp 1 of the first role that
+    has one (a non-issuing warp of a warpgroup), else warp 0 of the first role."""
+    for r in schedule.roles:
+        if r.warps > 1:
+            return r.name, 1
+    return schedule.roles[0].name, 0
+
+
+def slack(schedule: Schedule, warp: int | None = None, limit: int = 200_000, arch: ArchProfile | None = None,
+          precision: float = 0.05, role: str | None = None) -> Slack:
+    """``role``/``warp``: the warp that lags (default :func:`default_slack_target`); a
+    warp the schedule does not have is a ``ValueError``."""
     arch = arch or load_profile(schedule.arch)
+    if role is None and warp is None:
+        role, warp = default_slack_target(schedule)
+    elif warp is None:
+        warp = 0
+    have = lag_targets(schedule)
+    if (role and (role, warp) not in have) or (not role and all(w != warp for _, w in have)):
+        raise ValueError(f"no warp {warp}" + (f" in role {role!r}" if role else "") + "; the schedule has "
+                         + ", ".join(f"{r}.w{w}" for r, w in have))
     h = content_hash(schedule)
     base, _ = judge(schedule, arch, schedule_hash=h)
     replays = 1
@@ -276,7 +422,7 @@ def slack(schedule: Schedule, warp: int = 1, limit: int = 200_000, arch: ArchPro
     def at(skew: int) -> Verdict:
         nonlocal replays
         replays += 1
-        return judge(schedule, arch, Perturbation(skew_warp=warp, skew_cycles=skew), schedule_hash=h)[0]
+        return judge(schedule, arch, Perturbation(skew_warp=warp, skew_cycles=skew, skew_role=role or ""), schedule_hash=h)[0]
 
     ok, bad, bad_v = 0, None, None
     skew = 64
@@ -288,7 +434,7 @@ def slack(schedule: Schedule, warp: int = 1, limit: int = 200_000, arch: ArchPro
         ok = skew
         skew *= 2
     if bad is None:
-        return Slack(warp, base.outcome.kind, ok, None, "", [], limit, replays)
+        return Slack(warp, role or "", base.outcome.kind, ok, None, "", [], limit, replays)
     while bad - ok > max(1, precision * bad):
         mid = (ok + bad) // 2
         v = at(mid)
@@ -296,4 +442,4 @@ def slack(schedule: Schedule, warp: int = 1, limit: int = 200_000, arch: ArchPro
             bad, bad_v = mid, v
         else:
             ok = mid
-    return Slack(warp, base.outcome.kind, ok, bad, bad_v.outcome.summary(), bad_v.kinds(), limit, replays)
+    return Slack(warp, role or "", base.outcome.kind, ok, bad, bad_v.outcome.summary(), bad_v.kinds(), limit, replays)

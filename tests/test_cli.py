@@ -20,8 +20,9 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 def test_run_json_is_a_verdict_record():
     p = cli("run", str(SCEN / "v2_no_phase_flip.toml"), "--json", "--runs", "4")
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 1, p.stderr  # a protocol bug, whatever the scenario expects
     d = json.loads(p.stdout)
+    assert d["ok"] is False and d["status"] == 1 and d["headline"].startswith("NOT OK: wrong reachable in 4/4")
     assert d["verdict"]["outcome"]["kind"] == "wrong"
     assert "early_return" in d["verdict"]["finding_kinds"]
     assert d["outcome_set"]["runs"] == 4 and d["agrees"] is True
@@ -38,7 +39,7 @@ def test_run_text_has_verdict_outcome_and_timing_table():
 
 def test_explain_names_the_wait_the_parity_and_the_late_producer():
     p = cli("explain", str(SCEN / "v2_no_phase_flip.toml"))
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 1, p.stderr  # findings: a protocol bug
     out = p.stdout
     assert "try_wait.parity(mma_bar, 0)" in out and "for phase 1" in out
     assert "phase 0 (parity 0), completed" in out
@@ -68,6 +69,10 @@ def test_schedule_command_prints_loadable_json(tmp_path):
     f.write_text(p.stdout)
     q = cli("run", str(f), "--runs", "1")
     assert q.returncode == 0 and "verdict    OK" in q.stdout
+    # the schedule file keeps the scenario's name, description and expectation
+    d = json.loads(p.stdout)
+    assert d["name"] == "v4-tma" and d["description"].startswith("Step 4") and d["expect"]["nominal"] == "correct"
+    assert "scenario   v4-tma " in q.stdout and "expected   nominal correct" in q.stdout
 
 
 BAD = {
@@ -75,7 +80,7 @@ BAD = {
     "unknown_builder.toml": ('builder = "hgemm_v9"\n', "builder: unknown builder 'hgemm_v9'"),
     "not_divisible.toml": ('builder = "hgemm_v3"\n[config]\nK = 100\n', "config.K: K=100 is not a multiple of BLK_K=64"),
     "too_much_smem.toml": ('builder = "hgemm_v5"\n[config]\nK = 1024\nPIPE_DEPTH = 8\n',
-                           "config.PIPE_DEPTH: the CTA needs"),
+                           "config.PIPE_DEPTH: 8 stages of 32,768 bytes need 262,144 bytes"),
     "bad_toml.toml": ('builder = \n', "toml: not valid TOML"),
     "unknown_field.toml": ('builder = "hgemm_v1"\ncolour = "red"\n', "colour: unknown field"),
     "bad_expect.toml": ('builder = "hgemm_v1"\n[expect]\nnominal = "fine"\n', "expect.nominal: 'fine' is not one of"),

@@ -55,6 +55,8 @@ class ArchProfile:
     arrive_cycles: float
     wake_cycles: float
     # TMA
+    tma_available: bool
+    """Whether TMA / bulk-copy ops may appear in a schedule for this profile."""
     tma_issue_cycles: float
     tma_sm_bytes_per_clk: float
     tma_l2_latency: tuple[tuple[int, float], ...]
@@ -102,11 +104,31 @@ class ArchProfile:
         per = max(self.mma_issue_min, self.mma_issue_base + self.mma_issue_per_n * n)
         return per * insts, insts
 
+    def unsupported(self, op_kind: str) -> str | None:
+        """Why an op of this kind cannot run on this arch (None: it can)."""
+        need = OP_NEEDS.get(op_kind)
+        if need == "tcgen05" and self.mma_kind != "tcgen05":
+            return f"{op_kind} is a tcgen05/TMEM op; {self.name} ({self.target}) has no tcgen05 (it has {self.mma_kind})"
+        if need == "wgmma" and self.mma_kind != "wgmma":
+            return f"{op_kind} is a wgmma op; {self.name} ({self.target}) has no wgmma (it has {self.mma_kind})"
+        if need == "tma" and not self.tma_available:
+            return f"{op_kind} is a TMA / bulk-copy op; the {self.name} profile has none ({self.constants['tma_available'].source})"
+        return None
+
     def cycles_to_us(self, cycles: float) -> float:
         return cycles / (self.clock_ghz * 1e3)
 
     def guesses(self) -> list[str]:
         return [k for k, c in self.constants.items() if c.guess]
+
+
+OP_NEEDS = {
+    "mma": "tcgen05", "mma_commit": "tcgen05", "tmem_load": "tcgen05", "wait_ld": "tcgen05",
+    "tmem_alloc": "tcgen05", "tmem_dealloc": "tcgen05",
+    "wgmma": "wgmma", "wgmma_commit": "wgmma", "wgmma_wait": "wgmma",
+    "tma_load": "tma", "tma_store": "tma", "bulk_commit": "tma", "bulk_wait": "tma",
+}
+"""Op kinds (``protosim.ir`` ``kind``) that need a unit not every arch has."""
 
 
 def interpolate(table: tuple[tuple[int, float], ...], nbytes: int) -> float:
@@ -131,12 +153,12 @@ _CACHE: dict[str, ArchProfile] = {}
 
 def load_profile(name: str) -> ArchProfile:
     """The profile called *name* (``"h200"``, ``"b200"``)."""
-    key = name.lower()
+    key = name.lower() if isinstance(name, str) else ""
     if key in _CACHE:
         return _CACHE[key]
-    path = _HERE / f"{key}.toml"
-    if not path.exists():
+    if key not in available():  # a name, never a path: "../arch/h200" is not an arch
         raise UnknownArch(f"unknown arch {name!r}; available: {', '.join(available())}")
+    path = _HERE / f"{key}.toml"
     raw = tomllib.loads(path.read_text())
     constants: dict[str, Constant] = {}
     for entries in raw.values():

@@ -111,6 +111,18 @@ PROBES: tuple[Probe, ...] = (
           (("init", 1), ("arrive_expect_tx", N), ("snap", "arrive_tx"), ("arrive_expect_tx", N), ("snap", "after_ub"))),
     Probe("tx_overflow", "expect_tx past 2^20-1: undefined",
           (("init", 1), ("expect_tx", TX_MAX), ("snap", "tx_max"), ("expect_tx", 1), ("snap", "after_ub"))),
+    Probe("reinit_live", "init on a live mbarrier (no inval): undefined",
+          (("init", 1), ("arrive", None), ("snap", "phase0_done"), ("init", 1), ("snap", "reinit"), ("try_wait", 0, None),
+           ("arrive", None), ("snap", "arrive_after")),
+          "phase 0 completed first, so the current parity is 1: a re-init that acts as a plain store of the init word "
+          "shows parity 0 again (reinit:01, try(0)=0, then the arrive completes phase 0: 10); one that is ignored "
+          "shows reinit:10, try(0)=1, and the arrive completes phase 1: 01"),
+    Probe("reinit_live_count2", "init(2) on a live mbarrier of count 1 (no inval): undefined",
+          (("init", 1), ("arrive", None), ("snap", "phase0_done"), ("init", 2), ("snap", "reinit"), ("try_wait", 0, None),
+           ("arrive", None), ("snap", "arrive1"), ("arrive", None), ("snap", "arrive2")),
+          "tells apart what a re-init resets: a plain store of init(2) gives reinit:01 arrive1:01 arrive2:10; an "
+          "ignored re-init gives reinit:10 arrive1:01 arrive2:10 (count 1 kept); phase bit kept but counts reset "
+          "gives reinit:10 arrive1:10 arrive2:01"),
 )
 BY_NAME = {p.name: p for p in PROBES}
 

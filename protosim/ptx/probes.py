@@ -129,7 +129,15 @@ BY_NAME = {p.name: p for p in PROBES}
 KNOWN_DIFFERENCES: dict[str, str] = {
     "tx_overflow": "PTX leaves a tx-count past 2^20-1 undefined and the model traps (tx_out_of_range); the H200 did not "
                    "trap and left the phase open (2/2 launches, results/silicon/mbar_probes/2026-11-29_h200_9d1664d.jsonl). "
-                   "What tx becomes is undocumented, so the engine keeps the trap; no kernel here comes near 1 MiB per phase.",
+                   "What tx becomes is undocumented, so the engine keeps the trap unless a replay asks for silicon's "
+                   "behaviour (Perturbation.tolerate_ub, protosim.ptx.mbarrier.SILICON_TOLERATED_UB).",
+    "reinit_live": "PTX leaves init on a valid mbarrier undefined and the model traps (reinit_without_inval); the H200 did "
+                   "not trap, and the re-init acted as a plain store of the init word: parity 0 again, wait(0) false, "
+                   "one arrive completes phase 0 (3/3 launches, results/silicon/mbar_probes/2026-11-30_h200_20a0208.jsonl). "
+                   "Perturbation.tolerate_ub replays with that state.",
+    "reinit_live_count2": "as reinit_live, with init(2) on a count-1 barrier: the new count took effect (the first arrive "
+                          "left the phase open, the second completed it; 3/3 launches, "
+                          "results/silicon/mbar_probes/2026-11-30_h200_20a0208.jsonl).",
 }
 """probe name -> why silicon and the model differ there, citing the recorded run.
 

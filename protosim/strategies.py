@@ -92,12 +92,16 @@ class Case:
 
 
 def scenario_toml(case: Case, name: str | None = None) -> str:
-    """A scenario file for ``protosim run`` that replays ``case``."""
+    """A scenario file for ``protosim run`` that replays ``case``: the fields its builder
+    reads (the kernel's other fields, such as v2's PIPE_DEPTH, do not change the schedule,
+    and a scenario that set them would be refused)."""
+    from protosim.builders import HONOURS
+
     defaults = GemmConfig()
     lines = [f'name = "{name or case.step + "-case"}"', f'description = "{case.label()}"', f'builder = "{case.builder}"', "",
              "[config]"]
     for key, value in case.config.to_dict().items():
-        if value == getattr(defaults, key) and key != "arch":
+        if (value == getattr(defaults, key) and key != "arch") or key not in HONOURS[case.builder]:
             continue
         if value is None:
             continue

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from protosim.arch import ArchProfile, load_profile
 from protosim.checkers import Finding, run_checkers
 from protosim.engine import Perturbation, RunResult, explore_plan, race_plan, replay
-from protosim.ir import Schedule, content_hash
+from protosim.ir import Schedule, content_hash, validate_for
 
 try:  # the set of undefined behaviours silicon was seen to survive (docs/semantics.md)
     from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
@@ -155,8 +155,12 @@ class Verdict:
 
 def judge(schedule: Schedule, arch: ArchProfile | None = None, perturbation: Perturbation | None = None,
           schedule_hash: str | None = None) -> tuple[Verdict, RunResult]:
-    """Replay once and judge: the verdict and the raw result (for explain and traces)."""
+    """Replay once and judge: the verdict and the raw result (for explain and traces).
+    A schedule with ops the arch lacks is a :class:`ScheduleError` (checked on direct
+    calls; explorations check once and pass ``schedule_hash``)."""
     arch = arch or load_profile(schedule.arch)
+    if schedule_hash is None:
+        validate_for(schedule, arch)
     result = replay(schedule, arch, perturbation)
     findings = run_checkers(result)
     verdict = Verdict(
@@ -308,6 +312,7 @@ def explore(schedule: Schedule, runs: int | None = 24, seed: int = 0, max_stall:
     (``SILICON_TOLERATED_UB``) is replayed again with the UB tolerated, so the set holds
     both what a trap gives and what carrying on gives."""
     arch = arch or load_profile(schedule.arch)
+    validate_for(schedule, arch)
     classes: dict[str, OutcomeClass] = {}
     h = content_hash(schedule)
     plan: Iterator[Perturbation] = iter(explore_plan(runs, seed, max_stall)) if runs else exploration_plan(schedule, seed, max_stall)
@@ -407,6 +412,7 @@ def slack(schedule: Schedule, warp: int | None = None, limit: int = 200_000, arc
     """``role``/``warp``: the warp that lags (default :func:`default_slack_target`); a
     warp the schedule does not have is a ``ValueError``."""
     arch = arch or load_profile(schedule.arch)
+    validate_for(schedule, arch)
     if role is None and warp is None:
         role, warp = default_slack_target(schedule)
     elif warp is None:

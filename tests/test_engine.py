@@ -162,12 +162,19 @@ def test_launch_fails_when_shared_memory_does_not_fit():
     assert v.outcome.kind == "fault" and "capacity" in v.kinds()
 
 
-def test_tmem_on_hopper_is_unsupported():
+def test_tmem_on_hopper_is_refused_and_traps_in_the_engine():
+    """judge refuses a schedule with ops the arch lacks (an input error, before any replay);
+    the engine alone, given one anyway, traps rather than inventing TMEM."""
+    import pytest
+
+    from protosim.engine import replay
+    from protosim.ir import ScheduleError
+
     s = hand_schedule(("t", 1, [TmemAlloc(columns=512, issuer="warp0")]),
                       buffers=[BufferDecl("acc", "tmem", 1, columns=128)])
-    v, r = judge(s)
-    assert r.trap.kind == "unsupported"
-    assert {"unsupported", "capacity"} <= set(v.kinds())
+    with pytest.raises(ScheduleError, match="h200 has no tensor memory"):
+        judge(s)
+    assert replay(s).trap.kind == "unsupported"
 
 
 def _cp_async_pipeline(wait_n: int):

@@ -112,7 +112,7 @@ def _out(text: str) -> None:
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush is quiet too
 
 
-def _positive(name: str, low: int = 1):
+def _positive(name: str, low: int = 1, high: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -120,8 +120,19 @@ def _positive(name: str, low: int = 1):
             raise argparse.ArgumentTypeError(f"{name} {text!r}: not an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"{name} {value}: must be >= {low}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{name} {value}: at most {high:,}")
         return value
     return parse
+
+
+def _announce(schedule, quiet: bool = False) -> None:
+    """A replay of a large schedule takes seconds with nothing else to show: say so first."""
+    from protosim.report import LARGE_SCHEDULE_OPS
+
+    if not quiet and schedule.op_count() > LARGE_SCHEDULE_OPS:
+        print(f"protosim: replaying {schedule.op_count():,} ops in {len(schedule.ctas):,} CTAs "
+              f"(about {schedule.op_count() / 20_000:.0f} s per replay) ...", file=sys.stderr, flush=True)
 
 
 def _seconds(text: str) -> float:
@@ -228,11 +239,11 @@ def _parser() -> argparse.ArgumentParser:
                           description="Draw N distinct configs from protosim.strategies (seeded), replay each on the simulator "
                                       "(nominal + perturbations; delayed configs nominal only) and write OUT (cases and "
                                       "predictions) and OUT's .jobs.json (the kernels.build / kernels.run job list).")
-    cp.add_argument("-n", type=_positive("-n"), default=200, help="configs to draw (default 200)")
+    cp.add_argument("-n", type=_positive("-n", 1, 100_000), default=200, help="configs to draw (default 200)")
     cp.add_argument("--seed", type=_positive("--seed", 0), default=0, help="Hypothesis seed (default 0)")
     cp.add_argument("--steps", default="v2,v3,v4,v5,v6,ws", help="steps to draw from (default all: v2,v3,v4,v5,v6,ws)")
     cp.add_argument("--bug-share", type=float, default=0.6, help="share of configs with one bug knob set (default 0.6)")
-    cp.add_argument("--runs", type=_positive("--runs"), default=8, help="replays per config without delays (default 8)")
+    cp.add_argument("--runs", type=_positive("--runs", 1, 10_000), default=8, help="replays per config without delays (default 8)")
     cp.add_argument("--launches", type=_positive("--launches"), default=3, help="GPU launches per config (default 3)")
     cp.add_argument("-o", "--out", type=Path, default=Path("crosscheck/plan.json"), help="plan file (default crosscheck/plan.json)")
     cp.add_argument("--build", action="store_true", help="then build the kernels into --bundle (needs apache-tvm and nvcc)")
@@ -241,7 +252,7 @@ def _parser() -> argparse.ArgumentParser:
                           description="Group launch records (kernels.run JSON lines) by config, predict each config's outcome "
                                       "set with the current simulator, and judge every launch. Exit 0 when all agree, 1 otherwise.")
     cr.add_argument("records", type=Path, nargs="+", help="kernels.run JSON-lines files")
-    cr.add_argument("--runs", type=_positive("--runs"), default=8, help="replays per config without delays (default 8)")
+    cr.add_argument("--runs", type=_positive("--runs", 1, 10_000), default=8, help="replays per config without delays (default 8)")
     cr.add_argument("--plan", type=Path, help="a plan file: also list its configs that have no record")
     cr.add_argument("--json", type=Path, help="also write the full report as JSON to this file")
     cr.add_argument("--rows", type=_positive("--rows", 0), default=None, help="print at most this many table rows (default all)")
@@ -320,6 +331,7 @@ def _cmd_run(args) -> int:
     if args.slack_warp and not args.slack:
         raise UsageError("--slack-warp needs --slack")
     progress = _Progress(scenario.name, args.quiet)
+    _announce(schedule, args.quiet)
     try:
         rep = run_scenario(scenario, runs=args.runs, max_stall=args.max_stall, seed=args.seed, with_slack=args.slack,
                            progress=progress, budget_s=args.budget, slack_target=target, schedule=schedule)
@@ -366,8 +378,6 @@ def _cmd_crosscheck(args) -> int:
             return _fail(f"--steps {args.steps}: use some of {', '.join(STEPS)}")
         if not 0 <= args.bug_share <= 1:
             return _fail(f"--bug-share {args.bug_share}: give a share in [0, 1]")
-        if args.n > 100_000:
-            return _fail(f"-n {args.n}: at most 100,000 configs per plan")
         _check_out(args.out, "-o")
         jobs_path = args.out.with_suffix(".jobs.json")
         _check_out(jobs_path, "the job list")
@@ -442,7 +452,9 @@ def _cmd_explain(args) -> int:
     from protosim.verdict import judge
 
     scenario = _load(args)
-    verdict, result = judge(scenario.build())
+    schedule = scenario.build()
+    _announce(schedule)
+    verdict, result = judge(schedule)
     _out(explain(verdict, result, title=scenario.name))
     return OK if verdict.ok else BUG
 
@@ -495,6 +507,7 @@ def _nominal_timeline(args):
     schedule = scenario.build()
     if getattr(args, "cta", None) is not None and args.cta >= len(schedule.ctas):
         raise UsageError(f"--cta {args.cta}: the schedule has CTAs 0..{len(schedule.ctas) - 1}")
+    _announce(schedule)
     verdict, result = judge(schedule)
     timeline = build_timeline(result, verdict.findings, verdict.outcome.summary(), max_ctas=args.max_ctas,
                               first=primary(verdict.findings))

@@ -384,6 +384,16 @@ class NamedBarrierSync(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WarpSync(Op):
+    """``__syncwarp()`` / ``bar.warp.sync``: the lanes of each executing warp meet, so every
+    lane's earlier shared-memory stores are ordered before every lane's later ops -- what
+    an elected lane's ``mbarrier.arrive`` (or single-lane TMA store) needs before it may
+    publish data all 32 lanes wrote."""
+
+    kind: ClassVar[str] = "warp_sync"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Fence(Op):
     """A fence (``fence.proxy.async``, ``fence.mbarrier_init``, ...): costs time only."""
 
@@ -407,7 +417,7 @@ OP_TYPES: dict[str, type[Op]] = {
         MbarInit, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
         BulkWait, ThreadCopy, SmemStore, GlobalStore, Mma, MmaCommit, Wgmma, WgmmaCommit,
         WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
-        Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync,
+        Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync, WarpSync,
     )
 }
 

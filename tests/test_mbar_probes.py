@@ -217,3 +217,26 @@ def test_every_recorded_run_agrees_or_is_a_known_difference():
         if c.verdict != "agree" and r["probe"] not in P.KNOWN_DIFFERENCES:
             bad.append(f"{where} {c.probe}: {c.verdict}: silicon {c.silicon!r} vs model {c.model!r} ({c.reason})")
     assert not bad, "\n".join(bad)
+
+
+def test_silicon_tolerated_ub_is_backed_by_records_and_its_states_match_them():
+    """Every kind in SILICON_TOLERATED_UB has a recorded H200 run through it (no trap), and
+    every such run's observations equal the model's with the UB tolerated (Undefined.after)."""
+    from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
+
+    rows = _recorded()
+    if not rows:
+        pytest.skip("no H200 probe runs recorded")
+    survived: dict[str, int] = {}
+    for where, r in rows:
+        match = P.tolerated_matches(r)
+        if match is None:
+            continue
+        assert match, f"{where} {r['probe']}: silicon differs from the tolerated state"
+        kind = P.predict(r["ops"])["undefined"]
+        survived[kind] = survived.get(kind, 0) + 1
+    assert set(survived) == set(SILICON_TOLERATED_UB), survived
+    for where, r in rows:  # no recorded fault on a tolerated kind
+        pred = P.predict(r["ops"])
+        if pred["outcome"] == "fault" and pred["undefined"] in SILICON_TOLERATED_UB:
+            assert r["outcome"] == "ok", f"{where}: {r['probe']} faulted on silicon"

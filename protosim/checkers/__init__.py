@@ -20,6 +20,7 @@ from protosim.checkers import (
     races,
     tx_mismatch,
     undefined_behavior,
+    unreleased_write,
     wrong_parity,
 )
 from protosim.checkers.base import Finding
@@ -36,11 +37,12 @@ CHECKERS = {
     "overissue": overissue.check,
     "hazards": hazards.check,
     "races": races.check,
+    "unreleased_write": unreleased_write.check,
 }
 
 FINDING_KINDS = (
     "capacity", *undefined_behavior.KINDS, "deadlock", "early_return", "lapped_wait", "wrong_parity", "tx_mismatch",
-    "overissue", "raw_hazard", "war_hazard", "raw_race", "war_race", "incomplete",
+    "overissue", "raw_hazard", "war_hazard", "raw_race", "war_race", "unreleased_write", "incomplete",
 )
 
 

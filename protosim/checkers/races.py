@@ -14,10 +14,17 @@ had completed.  Per buffer stage and part, in issue order:
 Consecutive writes are not checked against each other (an in-order unit, or a
 duplicated TMA of the same data); ``overissue`` and ``tx_mismatch`` cover those.
 One finding per racing op, with the access it races with.
+
+An MMA's accesses are known through the commits of its issuing thread: a
+``tcgen05.commit`` covers *every* earlier MMA of that thread (PTX), so a phase
+carries one number per thread -- "its MMA accesses up to seq *s*" -- and a
+wait that observed it knows them all.  :class:`Knowledge` answers "is this
+access known at that clock" from both kinds of observation in O(warps * log n).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 
 from protosim.checkers.base import Finding, cyc
@@ -26,16 +33,65 @@ from protosim.engine.order import ordered_after
 RAW, WAR = "raw_race", "war_race"
 
 
+class Knowledge:
+    """Which warps learnt (at which clock) that an access completed.
+
+    ``observed``: access seq -> [(warp, clock value)] from ``observe`` events and the
+    seqs a wait's phase carried.  ``prefixes``: (cta, MMA-issuing thread) -> per observing
+    warp, the prefixes "all MMA accesses with seq <= S" it learnt, sorted by S, with the
+    suffix minimum of the clock value (the cheapest observation covering a given seq)."""
+
+    def __init__(self, log) -> None:
+        self.observed: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        raw: dict[tuple[int, str], dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+        for kind in ("observe", "wait"):  # a wait observes what its phase carried
+            for e in log.of_kind(kind):
+                d = e.data
+                if d["seqs"]:
+                    pair = (d["warp"], d["at"])
+                    for seq in d["seqs"]:
+                        self.observed[seq].append(pair)
+                for thread, upto in d.get("upto", ()):
+                    raw[(e.cta, thread)][d["warp"]].append((upto, d["at"]))
+        self.prefixes: dict[tuple[int, str], list[tuple[int, list[int], list[int]]]] = {}
+        for key, per_warp in raw.items():
+            rows = []
+            for g, obs in per_warp.items():
+                obs.sort()
+                ups = [u for u, _ in obs]
+                sufmin = [c for _, c in obs]
+                for j in range(len(sufmin) - 2, -1, -1):
+                    sufmin[j] = min(sufmin[j], sufmin[j + 1])
+                rows.append((g, ups, sufmin))
+            self.prefixes[key] = rows
+
+    @staticmethod
+    def of(log) -> Knowledge:
+        """The log's Knowledge, built once and shared by the checkers that need it."""
+        k = log.derived.get("knowledge")
+        if k is None:
+            k = log.derived["knowledge"] = Knowledge(log)
+        return k
+
+    def known(self, e, clock: tuple[int, ...]) -> bool:
+        """Is access event ``e``'s completion known to a warp whose clock is ``clock``?"""
+        d = e.data
+        if ordered_after(self.observed.get(d["seq"]), clock):
+            return True
+        thread = d.get("mma")
+        if thread is None:
+            return False
+        seq = d["seq"]
+        for g, ups, sufmin in self.prefixes.get((e.cta, thread), ()):
+            j = bisect_left(ups, seq)
+            if j < len(ups) and clock[g] >= sufmin[j]:
+                return True
+        return False
+
+
 def check(result) -> list[Finding]:
     log = result.log
-    observed: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for kind in ("observe", "wait"):  # a wait observes what its phase carried
-        for e in log.of_kind(kind):
-            d = e.data
-            if d["seqs"]:
-                pair = (d["warp"], d["at"])
-                for seq in d["seqs"]:
-                    observed[seq].append(pair)
+    knowledge = Knowledge.of(log)
     parts_of = {b.name: b.parts for b in result.schedule.buffers}
     streams: dict[tuple, list] = defaultdict(list)
     for e in log.of_kind("access"):  # already in issue (seq) order
@@ -55,7 +111,7 @@ def check(result) -> list[Finding]:
             clock = d["clock"]
             if d["mode"] == "r":
                 w = last_write_of.get(d["content"])
-                if w is not None and not ordered_after(observed.get(w.data["seq"]), clock):
+                if w is not None and not knowledge.known(w, clock):
                     _add(findings, RAW, e, w, buffer, stage, part,
                          f"its issuer had not observed the write of {d['content']} by {w.who} op #{w.op} complete")
                 reads_since_write.append(e)
@@ -63,7 +119,7 @@ def check(result) -> list[Finding]:
                 content = d["content"]
                 for r in reads_since_write:
                     rd = r.data
-                    if rd["content"] != content and not ordered_after(observed.get(rd["seq"]), clock):
+                    if rd["content"] != content and not knowledge.known(r, clock):
                         _add(findings, WAR, e, r, buffer, stage, part,
                              f"its issuer had not observed the read of {rd['content']} by {r.who} op #{r.op} "
                              f"(tile {rd['tile']}) complete")

@@ -10,7 +10,10 @@ judgement to the checkers.
 
 Undefined behaviour (an arrival past zero, tx-count out of range, use before
 init, a launch that cannot fit) *traps*, as it does on silicon: the replay stops
-at that cycle and the log ends with a ``trap`` event.  A replay that goes quiet
+at that cycle and the log ends with a ``trap`` event.  With
+``Perturbation.tolerate_ub``, the kinds the H200 was recorded to run through
+(:data:`protosim.ptx.mbarrier.SILICON_TOLERATED_UB`) are logged as ``ub`` events
+instead and the barrier takes the state silicon showed; the replay goes on.  A replay that goes quiet
 with warps still blocked ends with those warps listed in
 :attr:`RunResult.blocked` -- what a watchdog would report.
 
@@ -65,6 +68,7 @@ from protosim.ir import (
     TmemLoad,
     Wait,
     WaitLd,
+    WarpSync,
     Wgmma,
     WgmmaCommit,
     WgmmaWait,
@@ -75,6 +79,9 @@ from protosim.ptx.mbarrier import MBarrierState
 
 THREADS = {"all": 32, "warp0": 32, "one": 1, "each_warp": 1}
 """Threads of one warp that execute an op, by issuer rule."""
+LANE_WRITES = (SmemStore, ThreadCopy)
+"""Synchronous shared-memory stores: with 32 lanes, each lane writes its own bytes, and an
+elected lane's later release does not carry the other lanes' (``lane_release`` events)."""
 CTA_SYNC_ID = 0
 
 
@@ -174,7 +181,8 @@ class _BarrierCell:
     """One mbarrier: its pure state, its waiters, and what the phase in progress
     (and the last completed one) carries for happens-before."""
 
-    __slots__ = ("name", "count", "state", "waiters", "acc_clock", "acc_seqs", "last_clock", "last_seqs")
+    __slots__ = ("name", "count", "state", "waiters", "acc_clock", "acc_seqs", "acc_upto", "last_clock", "last_seqs",
+                 "last_upto")
 
     def __init__(self, name: str, count: int):
         self.name = name
@@ -183,13 +191,24 @@ class _BarrierCell:
         self.waiters: list[tuple[int, _Wakeup]] = []
         self.acc_clock: list[int] | None = None
         self.acc_seqs: list[int] = []
+        self.acc_upto: dict[str, int] = {}
+        """thread -> last access seq of its MMAs a tcgen05.commit in this phase covers."""
         self.last_clock: list[int] | None = None
         self.last_seqs: tuple[int, ...] = ()
+        self.last_upto: tuple[tuple[str, int], ...] = ()
 
-    def contribute(self, clock, seqs=()) -> None:
+    def contribute(self, clock, seqs=(), upto: tuple[str, int] | None = None) -> None:
         self.acc_clock = joined(self.acc_clock, clock)
         if seqs:
             self.acc_seqs.extend(seqs)
+        if upto is not None:
+            key, seq = upto
+            if seq > self.acc_upto.get(key, -1):
+                self.acc_upto[key] = seq
+
+    def news(self) -> tuple:
+        """What a waiter of the last completed phase learns: (phases completed, clock, seqs, MMA prefixes)."""
+        return (self.state.completed, self.last_clock, self.last_seqs, self.last_upto)
 
 
 class _SyncPoint:
@@ -256,15 +275,18 @@ class _Cta:
         self.wgmma: dict[str, _Groups] = {}
         self.cp_async: dict[str, _Groups] = {}
         self.mma_last_done: dict[str, float] = {}
-        self.mma_uncommitted: dict[str, list[int]] = {}
-        """Access seqs of each thread's MMAs not yet covered by a commit."""
+        self.mma_last_seq: dict[str, int] = {}
+        """Each thread's last MMA access seq: a tcgen05.commit covers all of that thread's MMA
+        accesses up to it (they complete in order), so a phase carries one number per thread."""
+        self.mma_lanes: dict[str, int] = {}
+        """Lanes of each warp that issued MMAs (1, or 32 for an MMA every lane issued)."""
         self.rendezvous: dict[tuple[int, int], list[Any]] = {}
         self.tmem_held = 0
 
 
 class _Warp:
     __slots__ = ("cta", "role", "role_name", "warp", "warps", "who", "blocked", "tmem_done", "tmem_seqs", "stall",
-                 "done", "g", "clock", "debt", "wait_c0")
+                 "done", "g", "clock", "debt", "wait_c0", "lane_writes")
 
     def __init__(self, cta: _Cta, role: int, role_name: str, warp: int, warps: int, g: int):
         self.cta = cta
@@ -287,6 +309,10 @@ class _Warp:
         self.debt = 0.0
         """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not
         yet paid with a SimPy timeout: paid before the next op that others can see."""
+        self.lane_writes: dict[tuple[str, int, int | None], int] = {}
+        """(buffer, stage, part) -> seq of the last store all 32 lanes made there since the
+        warp last synchronised its lanes (__syncwarp, bar.sync): each lane knows only its own
+        bytes, so an elected lane's arrive does not release them."""
 
     def tick(self) -> tuple[int, ...]:
         self.clock[self.g] += 1
@@ -317,6 +343,8 @@ class Machine:
         self._async_id = 0
         self._async_seqs: dict[int, tuple[int, ...]] = {}
         """Access seqs of each bulk-group / wgmma-group operation, by operation id."""
+        self._cp_lanes: dict[int, tuple[tuple[str, int, int | None], int]] = {}
+        """cp.async operations all 32 lanes issued: op id -> (slot, seq), a lane write once waited for."""
         self._mma_shapes: dict[tuple[int, int, int], tuple[float, int]] = {}
         a = self.arch
         # How each op kind runs, in three shapes (see _warp):
@@ -359,6 +387,8 @@ class Machine:
             TmemDealloc: (issue, self._tmem_dealloc, None),
             CtaSync: (None, self._cta_sync, self._bar_released),
             NamedBarrierSync: (None, self._named_sync, self._bar_released),
+            # bar.warp.sync: no measurement; a cheap op in the warp's stream, like commit_group.
+            WarpSync: (issue, self._warp_sync, None),
         }
 
     # -- running ---------------------------------------------------------------
@@ -470,13 +500,32 @@ class Machine:
         ev.callbacks.append(lambda _ev: fn())
 
     def _access(self, w: _Warp, i: int, acc: Access, mode: str, t0: float, t1: float, tile,
-                clock: tuple[int, ...]) -> int:
-        """Log one buffer access; ``clock`` is the issuing warp's vector clock at issue."""
+                clock: tuple[int, ...], lanes: int = 1, mma: str | None = None) -> int:
+        """Log one buffer access; ``clock`` is the issuing warp's vector clock at issue,
+        ``lanes`` how many of its lanes executed the op, ``mma`` the issuing thread of an MMA."""
         part = w.warp if acc.part == WARP_PART else acc.part
         self._seq += 1
-        self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
-                      mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock)
+        if mma is None:
+            self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
+                          mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock,
+                          lanes=lanes)
+        else:
+            self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
+                          mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock,
+                          lanes=lanes, mma=mma)
         return self._seq
+
+    @staticmethod
+    def _slot(w: _Warp, acc: Access) -> tuple[str, int, int | None]:
+        return (acc.buffer, acc.stage, w.warp if acc.part == WARP_PART else acc.part)
+
+    def _lane_release(self, w: _Warp, i: int, how: str) -> None:
+        """The warp's lanes just synchronised (after a tick): every lane now knows every
+        lane's earlier stores, so any later release by any lane carries them."""
+        if w.lane_writes:
+            self.log.emit(self.env.now + w.debt, "lane_release", w.cta.index, w.who, i,
+                          seqs=tuple(w.lane_writes.values()), warp=w.g, at=w.clock[w.g], how=how)
+            w.lane_writes = {}
 
     def _observe(self, w: _Warp, i: int, seqs, how: str, t: float | None = None) -> None:
         """Warp ``w`` now knows that the accesses ``seqs`` have completed."""
@@ -493,28 +542,42 @@ class Machine:
                       detail=detail, state=state)
 
     def _apply(self, cta: _Cta, who: str, i: int, cell: _BarrierCell, step: mb.Step, what: str) -> bool:
-        """Install an mbarrier step: trap on undefined behaviour, wake waiters on completion."""
-        if step.undefined is not None:
-            self._raise_trap(cta, who, i, cell.name, what, step.undefined.kind, step.undefined.detail, cell.state)
-            return False
+        """Install an mbarrier step: trap on undefined behaviour (or, where the replay tolerates
+        it as silicon did, log it and install the state silicon showed), wake waiters on completion."""
+        u = step.undefined
+        if u is not None:
+            if u.after is None or not self.perturbation.tolerate_ub or u.kind not in mb.SILICON_TOLERATED_UB:
+                self._raise_trap(cta, who, i, cell.name, what, u.kind, u.detail, cell.state)
+                return False
+            self.log.emit(self.env.now, "ub", cta.index, who, i, ub=u.kind, target=cell.name, what=what,
+                          detail=u.detail, state=cell.state, after=u.after)
+            cell.state = u.after  # no phase completes; a re-init may flip the parity under waiters
+            self._wake(cell)
+            return True
         cell.state = step.state
         if step.phase_completed:
-            state = step.state
             cell.last_clock, cell.last_seqs = cell.acc_clock, tuple(cell.acc_seqs)
+            cell.last_upto = tuple(cell.acc_upto.items()) if cell.acc_upto else ()
             cell.acc_clock, cell.acc_seqs = None, []
-            self.log.emit(self.env.now, "phase", cta.index, who, i, barrier=cell.name, completed=state.completed)
-            if cell.waiters:
-                parity = state.parity
-                keep = []
-                news = (state.completed, cell.last_clock, cell.last_seqs)
-                wake = self.timing.scale(self.arch.wake_cycles)
-                for p, ev in cell.waiters:
-                    if p != parity:
-                        ev.fire_in(wake, news)
-                    else:
-                        keep.append((p, ev))
-                cell.waiters = keep
+            if cell.acc_upto:
+                cell.acc_upto = {}
+            self.log.emit(self.env.now, "phase", cta.index, who, i, barrier=cell.name, completed=step.state.completed)
+            self._wake(cell)
         return True
+
+    def _wake(self, cell: _BarrierCell) -> None:
+        """Wake the waiters whose parity now tests complete, with the last phase's news."""
+        if cell.waiters:
+            parity = cell.state.parity
+            keep = []
+            news = cell.news()
+            wake = self.timing.scale(self.arch.wake_cycles)
+            for p, ev in cell.waiters:
+                if p != parity:
+                    ev.fire_in(wake, news)
+                else:
+                    keep.append((p, ev))
+            cell.waiters = keep
 
     # -- mbarrier ops -------------------------------------------------------------
     def _mbar_init(self, w: _Warp, i: int, op: MbarInit) -> None:
@@ -523,9 +586,15 @@ class Machine:
 
     def _arrive_n(self, w: _Warp, i: int, op: Op, cell: _BarrierCell, threads: int, fn) -> None:
         """``threads`` separate arrive-ons (each thread's own), stopping at a trap.
-        Each carries the warp's clock into the phase it lands in (release)."""
+        Each carries the warp's clock into the phase it lands in (release).  When every
+        lane arrives, each releases its own stores: together, the stores all lanes made
+        since their last warp sync travel with the phase; one elected lane's arrive
+        carries none of them (the arrive event lists them as ``unreleased``)."""
         clock = w.tick()
-        cell.contribute(clock)  # every thread of this warp carries the same clock
+        if threads > 1 and w.lane_writes:
+            cell.contribute(clock, tuple(w.lane_writes.values()))
+        else:
+            cell.contribute(clock)  # every thread of this warp carries the same clock
         for _ in range(threads):
             if not self._apply(w.cta, w.who, i, cell, fn(cell.state), op.kind):
                 return
@@ -533,8 +602,12 @@ class Machine:
     def _arrive(self, w: _Warp, i: int, op: Arrive) -> None:
         cell = w.cta.barriers[op.barrier]
         threads = THREADS[op.issuer]
-        self.log.emit(self.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
-                      count=op.count * threads, completed=cell.state.completed)
+        if threads == 1 and w.lane_writes:
+            self.log.emit(self.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
+                          count=op.count, completed=cell.state.completed, unreleased=tuple(w.lane_writes.values()))
+        else:
+            self.log.emit(self.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
+                          count=op.count * threads, completed=cell.state.completed)
         self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive(s, op.count))
 
     def _expect_tx(self, w: _Warp, i: int, op: ExpectTx) -> None:
@@ -552,7 +625,12 @@ class Machine:
         now, c = self.env.now, cell.state.completed
         self.log.emit(now, "expect_tx", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
                       bytes=op.bytes * threads, completed=c)
-        self.log.emit(now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use, count=threads, completed=c)
+        if threads == 1 and w.lane_writes:
+            self.log.emit(now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use, count=threads,
+                          completed=c, unreleased=tuple(w.lane_writes.values()))
+        else:
+            self.log.emit(now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use, count=threads,
+                          completed=c)
         self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive_expect_tx(s, op.bytes))
 
     def _wait_skew(self, w: _Warp, op: Wait) -> float:
@@ -571,7 +649,7 @@ class Machine:
         if mb.test_wait_parity(state, op.parity):
             w.debt += self.timing.scale(self.arch.wait_ready_cycles)
             self._waited(w, i, op, cell, self.env.now, state.completed, state.completed, cell.last_clock,
-                         cell.last_seqs, False)
+                         cell.last_seqs, cell.last_upto, False)
             return None
         ev = _Wakeup(self.env)
         cell.waiters.append((op.parity, ev))
@@ -580,20 +658,22 @@ class Machine:
         return ev
 
     def _wait_woken(self, w: _Warp, i: int, op: Wait, news) -> None:
-        c_ret, clock, seqs = news
+        c_ret, clock, seqs, upto = news
         begin = w.blocked[5]
         self._unblocked(w)
-        self._waited(w, i, op, w.cta.barriers[op.barrier], begin, w.wait_c0, c_ret, clock, seqs, True)
+        self._waited(w, i, op, w.cta.barriers[op.barrier], begin, w.wait_c0, c_ret, clock, seqs, upto, True)
 
     def _waited(self, w: _Warp, i: int, op: Wait, cell: _BarrierCell, begin: float, c0: int, c_ret: int,
-                clock, seqs, blocked: bool) -> None:
+                clock, seqs, upto, blocked: bool) -> None:
         if clock is not None:  # acquire: learn what the observed phase carried
             join_into(w.clock, clock)
         w.clock[w.g] += 1
-        # The wait event doubles as the observation of the accesses the phase carried.
+        # The wait event doubles as the observation of the accesses the phase carried:
+        # ``seqs`` one by one, ``upto`` as (thread, seq) -- all of that thread's MMA
+        # accesses up to seq (a tcgen05.commit tracks every earlier MMA of its thread).
         self.log.emit(self.env.now + w.debt, "wait", w.cta.index, w.who, i, barrier=op.barrier, parity=op.parity,
                       use=op.use, begin=begin, completed_begin=c0, completed_return=c_ret, blocked=blocked,
-                      tile=op.tile, k=op.k, seqs=seqs, warp=w.g, at=w.clock[w.g])
+                      tile=op.tile, k=op.k, seqs=seqs, upto=upto, warp=w.g, at=w.clock[w.g])
 
     # -- TMA -------------------------------------------------------------------
     def _tma_load(self, w: _Warp, i: int, op: TmaLoad) -> None:
@@ -646,7 +726,8 @@ class Machine:
         g = self._thread_groups(w.cta.bulk, w.who)
         g.issue(op_id)
         self.log.emit(now, "issue", w.cta.index, w.who, i, what="tma_store", threads=1, tile=op.tile, k=op.k)
-        self._async_seqs[op_id] = (self._access(w, i, op.src, "r", now, read_done, op.tile, w.tick()),)
+        self._async_seqs[op_id] = (self._access(w, i, op.src, "r", now, read_done, op.tile, w.tick(),
+                                                THREADS[op.issuer]),)
 
         def finish(stage: str) -> None:
             g.groups = g.groups.complete(op_id, stage)
@@ -681,6 +762,11 @@ class Machine:
             ids = self._thread_groups(groups, w.who).newly_guaranteed(op.n)
             seqs = [s for op_id in ids for s in table.pop(op_id, ())]
             self._observe(w, i, seqs, op.kind)
+            if self._cp_lanes:  # each lane waited for its own copies: lane writes from here on
+                for op_id in ids:
+                    lane = self._cp_lanes.pop(op_id, None)
+                    if lane is not None:
+                        w.lane_writes[lane[0]] = lane[1]
         else:  # a wgmma's seqs are shared by the warps of its group: get, not pop
             ids = self._thread_groups(w.cta.wgmma, w.who).newly_guaranteed(op.n)
             seqs = [s for op_id in ids for s in table.get(op_id, ())]
@@ -699,7 +785,11 @@ class Machine:
         op_id = self._async_id
         g = self._thread_groups(w.cta.cp_async, w.who)
         g.issue(op_id)
-        self._async_seqs[op_id] = (self._access(w, i, op.dst, "w", min(first, done), done, op.tile, w.tick()),)
+        lanes = THREADS[op.issuer]
+        seq = self._access(w, i, op.dst, "w", min(first, done), done, op.tile, w.tick(), lanes)
+        self._async_seqs[op_id] = (seq,)
+        if lanes > 1:
+            self._cp_lanes[op_id] = (self._slot(w, op.dst), seq)
 
         def finish() -> None:
             g.groups = g.groups.complete(op_id, "done")
@@ -717,7 +807,7 @@ class Machine:
     def _local_load(self, w: _Warp, i: int, op: LocalLoad) -> simpy.Event:
         now = self.env.now
         done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
-        seq = self._access(w, i, op.src, "r", now, done, op.tile, w.tick())
+        seq = self._access(w, i, op.src, "r", now, done, op.tile, w.tick(), THREADS[op.issuer])
         return self.env.timeout(done - now, seq)
 
     # -- thread-driven data movement ------------------------------------------
@@ -736,19 +826,22 @@ class Machine:
 
     def _thread_copy(self, w: _Warp, i: int, op: ThreadCopy) -> simpy.Event:
         first, done = self._global_to_shared(w, op)
-        seq = self._access(w, i, op.dst, "w", first, done, op.tile, w.tick())
+        seq = self._access(w, i, op.dst, "w", first, done, op.tile, w.tick(), THREADS[op.issuer])
         return self.env.timeout(done - self.env.now, seq)
 
     def _smem_store(self, w: _Warp, i: int, op: SmemStore) -> simpy.Event:
         now = self.env.now
         done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
-        seq = self._access(w, i, op.dst, "w", now, done, op.tile, w.tick())
+        seq = self._access(w, i, op.dst, "w", now, done, op.tile, w.tick(), THREADS[op.issuer])
         return self.env.timeout(done - now, seq)
 
     def _sync_done(self, w: _Warp, i: int, op: Op, seq: int) -> None:
-        """A synchronous copy finished: its own warp knows."""
+        """A synchronous copy finished: its own warp knows (each lane its own bytes, when all
+        32 lanes stored: then it is a lane write until the warp's lanes synchronise)."""
         w.tick()
         self._observe(w, i, (seq,), "synchronous")
+        if op.__class__ in LANE_WRITES and THREADS[op.issuer] > 1:
+            w.lane_writes[self._slot(w, op.dst)] = seq
 
     def _global_store(self, w: _Warp, i: int, op: GlobalStore) -> simpy.Event:
         # Stores retire asynchronously; the warp pays only for pushing bytes into the LSU.
@@ -776,31 +869,51 @@ class Machine:
         key = w.who
         if done > w.cta.mma_last_done.get(key, 0.0):
             w.cta.mma_last_done[key] = done
-        self.log.emit(now, "issue", w.cta.index, w.who, i, what="mma", threads=THREADS[op.issuer], tile=op.tile, k=op.k)
+        lanes = THREADS[op.issuer]
+        self.log.emit(now, "issue", w.cta.index, w.who, i, what="mma", threads=lanes, tile=op.tile, k=op.k)
         clock = w.tick()
-        seqs = [self._access(w, i, acc, "r", start, free, op.tile, clock) for acc in op.reads]
-        seqs += [self._access(w, i, acc, "w", start, done, op.tile, clock) for acc in op.writes]
-        w.cta.mma_uncommitted.setdefault(key, []).extend(seqs)
+        seqs = [self._access(w, i, acc, "r", start, free, op.tile, clock, lanes, key) for acc in op.reads]
+        seqs += [self._access(w, i, acc, "w", start, done, op.tile, clock, lanes, key) for acc in op.writes]
+        if seqs:
+            w.cta.mma_last_seq[key] = seqs[-1]
+        if lanes > w.cta.mma_lanes.get(key, 0):
+            w.cta.mma_lanes[key] = lanes
 
     def _mma_commit(self, w: _Warp, i: int, op: MmaCommit) -> None:
+        """``tcgen05.commit``, by each executing thread: a thread that issued MMAs arrives once
+        *all* its earlier MMAs completed (not only those since its last commit: PTX), one
+        that issued none committed an empty group and arrives at once."""
         env = self.env
         cta = w.cta
-        when = max(env.now, cta.mma_last_done.get(w.who, 0.0))
-        self.log.emit(env.now, "issue", cta.index, w.who, i, what="mma_commit", threads=THREADS[op.issuer],
+        key = w.who
+        threads = THREADS[op.issuer]
+        busy = min(threads, cta.mma_lanes.get(key, 0))  # committing threads with MMAs; the rest commit empty groups
+        when = max(env.now, cta.mma_last_done.get(key, 0.0))
+        self.log.emit(env.now, "issue", cta.index, w.who, i, what="mma_commit", threads=threads,
                       tile=op.tile, k=op.k, barrier=op.barrier, use=op.use)
         clock = w.tick()
-        covered = tuple(cta.mma_uncommitted.pop(w.who, ()))
+        last = cta.mma_last_seq.get(key)
+        upto = (key, last) if last is not None else None
 
-        def arrive() -> None:
+        def arrive(n: int, empty: bool) -> None:
             if self.trap:
                 return
             cell = cta.barriers[op.barrier]
-            cell.contribute(clock, covered)
-            self.log.emit(env.now, "arrive", cta.index, "mma", i, barrier=op.barrier, use=op.use, count=1,
-                          completed=cell.state.completed, who_issued=w.who)
-            self._apply(cta, "mma", i, cell, mb.arrive(cell.state, 1), "tcgen05.commit")
+            cell.contribute(clock, (), None if empty else upto)
+            if empty:
+                self.log.emit(env.now, "arrive", cta.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
+                              completed=cell.state.completed, who_issued=w.who, empty_groups=n)
+            else:
+                self.log.emit(env.now, "arrive", cta.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
+                              completed=cell.state.completed, who_issued=w.who)
+            for _ in range(n):
+                if not self._apply(cta, "mma", i, cell, mb.arrive(cell.state, 1), "tcgen05.commit"):
+                    return
 
-        self._at(when, arrive)
+        if threads > busy:
+            self._at(env.now, lambda: arrive(threads - busy, True))
+        if busy:
+            self._at(when, lambda: arrive(busy, False))
 
     def _wgmma(self, w: _Warp, i: int, op: Wgmma) -> simpy.Event | None:
         """``.sync.aligned``: the MMA starts once every warp of the role has issued it."""
@@ -825,8 +938,8 @@ class Machine:
         op_id = self._async_id
         self.log.emit(now, "issue", cta.index, w.who, i, what="wgmma", threads=32 * w.warps, tile=op.tile, k=op.k)
         clock = w.tick()
-        seqs = [self._access(w, i, acc, "r", start, free, op.tile, clock) for acc in op.reads]
-        seqs += [self._access(w, i, acc, "w", start, done, op.tile, clock) for acc in op.writes]
+        seqs = [self._access(w, i, acc, "r", start, free, op.tile, clock, 32) for acc in op.reads]
+        seqs += [self._access(w, i, acc, "w", start, done, op.tile, clock, 32) for acc in op.writes]
         members = [self._thread_groups(cta.wgmma, f"{w.role_name}.w{j}") for j in range(w.warps)]
         self._async_seqs[op_id] = tuple(seqs)
         for g in members:  # every warp of the group now tracks it
@@ -854,7 +967,7 @@ class Machine:
         now = self.env.now
         done = now + self.timing.scale(arch.tmem_load_latency) + op.bytes / arch.tmem_bytes_per_clk
         w.tmem_done = max(w.tmem_done, done)
-        w.tmem_seqs.append(self._access(w, i, op.src, "r", now, done, op.tile, w.tick()))
+        w.tmem_seqs.append(self._access(w, i, op.src, "r", now, done, op.tile, w.tick(), THREADS[op.issuer]))
 
     def _wait_ld(self, w: _Warp, i: int, op: WaitLd) -> simpy.Event | None:
         now = self.env.now
@@ -914,6 +1027,8 @@ class Machine:
             sp = cta.syncs[barrier_id] = _SyncPoint(self.env, threads, cta.width)
         sp.arrived += 32
         join_into(sp.clock, w.tick())
+        if w.lane_writes:  # every lane takes part: the warp's lanes are synchronised too
+            self._lane_release(w, i, op.kind)
         if sp.arrived >= sp.target:  # last arrival: release everyone after the barrier latency
             cta.syncs[barrier_id] = _SyncPoint(self.env, threads, cta.width)
             sp.event.fire_in(self.arch.cta_sync_cycles, sp)
@@ -928,6 +1043,11 @@ class Machine:
         self._unblocked(w)
         join_into(w.clock, sp.clock)
         w.tick()
+
+    def _warp_sync(self, w: _Warp, i: int, op: WarpSync) -> None:
+        """``__syncwarp()``: the lanes meet; every lane's earlier stores are now every lane's."""
+        w.tick()
+        self._lane_release(w, i, "warp_sync")
 
     def _cta_sync(self, w: _Warp, i: int, op: CtaSync) -> simpy.Event | None:
         return self._bar_sync(w, i, op, CTA_SYNC_ID, self.schedule.threads_per_cta)

@@ -16,6 +16,19 @@ synchronisation edges the hardware provides:
   it signals, ``wait_group``, ``wait::ld``); synchronous work (thread copies,
   shared-memory stores) is known to its own warp when it ends.
 
+Two refinements the per-warp clocks cannot express on their own:
+
+* *MMA prefixes*: a ``tcgen05.commit`` tracks every earlier MMA of its thread, and a
+  thread's MMAs complete in order, so the commit's phase carries one number per
+  thread -- "its MMA accesses up to seq *s*" (the wait event's ``upto``) -- instead
+  of a list that would grow with every commit;
+* *lanes*: release is per thread.  Stores all 32 lanes of a warp made are each
+  lane's own until the lanes synchronise (``__syncwarp``, ``bar.sync``): a
+  ``lane_release`` event marks that point, and a phase every lane arrived on
+  carries the stores itself.  An elected lane's arrive carries the warp's clock
+  (so ``raw_race`` stays silent) but not those stores; ``unreleased_write`` tells
+  the two apart.
+
 The engine logs, for every buffer access, the issuing warp's clock, and for
 every completion a warp learns of, an ``observe`` event (which accesses, which
 warp, at which clock).  The ``races`` checker decides from those whether each

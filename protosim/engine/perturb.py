@@ -20,6 +20,13 @@ timing of one replay, reproducibly from its seed:
   20 us producer sleep in the ws kernel averaged ~3 us, in v6 ~30 us (results/silicon,
   docs/crosscheck.md).  So a delay knob moves timing, but not deterministically.
 
+* *tolerated UB*: with ``tolerate_ub``, undefined behaviour of a kind the H200 was
+  recorded to run through (:data:`protosim.ptx.mbarrier.SILICON_TOLERATED_UB`: a
+  tx-count out of range, a re-init of a live barrier) does not trap; the engine logs it
+  (the checkers still report its finding kind) and goes on with the state silicon
+  showed.  Not a timing change: it asks "what if this kernel survived the UB, as the
+  H200 did in the probes?"
+
 ``Perturbation.none()`` is the nominal replay.  Explicit delays are not
 perturbations: they are ``Sleep`` ops in the schedule (the config's delay knobs).
 """
@@ -46,6 +53,9 @@ class Perturbation:
     """Cycles added to every L2 hit (the far L2 partition; :data:`L2_FAR_EXTRA_CYCLES`)."""
     sleep_lo: float = 1.0
     sleep_hi: float = 1.0
+    tolerate_ub: bool = False
+    """Run through undefined behaviour of a kind in ``SILICON_TOLERATED_UB`` instead of
+    trapping (the H200 did not trap there); every other kind still traps."""
 
     @staticmethod
     def none() -> Perturbation:
@@ -65,6 +75,12 @@ class Perturbation:
         return float(self.stall_max) if self.stall_prob > 0 else 1000.0 * self.jitter
 
     def describe(self) -> str:
+        text = self._describe_timing()
+        if self.tolerate_ub:
+            text += "; silicon-tolerated UB does not trap (tolerate_ub)"
+        return text
+
+    def _describe_timing(self) -> str:
         if not self.active:
             return "nominal"
         parts = []

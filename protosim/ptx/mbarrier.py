@@ -9,8 +9,12 @@ phase had parity *P*, whichever phase that was.
 
 Every operation here is a pure function ``op(state, ...) -> Step``.  Undefined
 behaviour (PTX says so in words) comes back as ``Step.undefined``, with the state
-left untouched -- never clamped, never silently modelled.  On the H200 these
-cases trap the kernel ("unspecified launch failure", shared/docs/DEVICE.md).
+left untouched -- never clamped, never silently modelled.  On the H200 most of
+these cases trap the kernel ("unspecified launch failure", shared/docs/DEVICE.md).
+The kinds silicon was recorded *not* to trap on are :data:`SILICON_TOLERATED_UB`;
+for those, ``Undefined.after`` is the state the probes showed the barrier left in,
+which the engine installs instead of trapping when a replay asks for it
+(``Perturbation.tolerate_ub``).
 
 Sources (PTX ISA 9.1, section 9.7.13.15 "mbarrier"):
 
@@ -50,12 +54,30 @@ UndefinedKind = Literal[
 ]
 
 
+SILICON_TOLERATED_UB: frozenset[str] = frozenset({
+    # expect_tx taking tx-count to exactly 2^20: no trap, the phase stayed open (probe
+    # tx_overflow, 2/2 launches, results/silicon/mbar_probes/2026-11-29_h200_9d1664d.jsonl).
+    "tx_out_of_range",
+    # init on a live barrier (a completed phase, no inval): no trap; the barrier read as
+    # freshly initialised -- parity 0, pending = the new count (probes reinit_live and
+    # reinit_live_count2, 3/3 launches each, results/silicon/mbar_probes/2026-11-30_h200_20a0208.jsonl).
+    "reinit_without_inval",
+})
+"""Undefined-behaviour kinds the H200 was recorded to run through without trapping.
+Each has an ``Undefined.after`` state: what the barrier holds if the kernel goes on."""
+
+
 @dataclass(frozen=True, slots=True)
 class Undefined:
-    """An operation the PTX ISA leaves undefined; the hardware traps on these."""
+    """An operation the PTX ISA leaves undefined; the hardware traps on most of these."""
 
     kind: UndefinedKind
     detail: str
+    after: MBarrierState | None = None
+    """For a kind in :data:`SILICON_TOLERATED_UB`: the state the barrier is left in when the
+    hardware does not trap (a re-init: phase 0, pending = expected = count, tx 0, as a plain
+    store of the init word; a tx-count out of range: the arithmetic value, phase still open).
+    ``None`` for every other kind."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +134,8 @@ def _settle(s: MBarrierState) -> Step:
     return Step(s)
 
 
-def _ub(s: MBarrierState, kind: UndefinedKind, detail: str) -> Step:
-    return Step(s, False, Undefined(kind, detail))
+def _ub(s: MBarrierState, kind: UndefinedKind, detail: str, after: MBarrierState | None = None) -> Step:
+    return Step(s, False, Undefined(kind, detail, after))
 
 
 def _need_init(s: MBarrierState, op: str) -> Step | None:
@@ -124,11 +146,14 @@ def _need_init(s: MBarrierState, op: str) -> Step | None:
 
 def init(s: MBarrierState, count: int) -> Step:
     """``mbarrier.init [addr], count``: phase 0, pending = expected = count, tx = 0."""
+    valid = 1 <= count <= MAX_COUNT
+    fresh = MBarrierState(expected=count, pending=count, tx=0, completed=0) if valid else None
     if s.initialized:
-        return _ub(s, "reinit_without_inval", "init on a valid mbarrier object; mbarrier.inval it first")
-    if not 1 <= count <= MAX_COUNT:
+        # On the H200 a re-init is a plain store of the init word (SILICON_TOLERATED_UB).
+        return _ub(s, "reinit_without_inval", "init on a valid mbarrier object; mbarrier.inval it first", fresh)
+    if fresh is None:
         return _ub(s, "count_out_of_range", f"init count {count} outside [1, {MAX_COUNT}]")
-    return Step(MBarrierState(expected=count, pending=count, tx=0, completed=0))
+    return Step(fresh)
 
 
 def inval(s: MBarrierState) -> Step:
@@ -179,17 +204,26 @@ def _change_tx(s: MBarrierState, nbytes: int, sign: int, op: str) -> Step:
         return _ub(s, "count_out_of_range", f"{op} byte count {nbytes} outside [0, {TX_LIMIT}]")
     tx = s.tx + sign * nbytes
     if not -TX_LIMIT <= tx <= TX_LIMIT:
-        return _ub(s, "tx_out_of_range", f"{op}({nbytes}) would take tx-count from {s.tx} to {tx}")
+        # On the H200 the phase stayed open (SILICON_TOLERATED_UB): keep the arithmetic value.
+        return _ub(s, "tx_out_of_range", f"{op}({nbytes}) would take tx-count from {s.tx} to {tx}",
+                   MBarrierState(s.expected, s.pending, tx, s.completed))
     return _settle(MBarrierState(s.expected, s.pending, tx, s.completed))
 
 
 def arrive_expect_tx(s: MBarrierState, nbytes: int, count: int = 1) -> Step:
     """``mbarrier.arrive.expect_tx``: expect-tx(nbytes), then arrive-on(count).
 
-    Atomic: if the arrive-on is undefined, the expect-tx does not happen either.
+    Atomic: if the arrive-on is undefined, the expect-tx does not happen either.  An
+    expect-tx that silicon tolerates (``Undefined.after``) is followed by the arrive-on in
+    that ``after`` state, so a replay that runs through it still counts the arrival.
     """
     first = expect_tx(s, nbytes)
     if first.undefined:
+        u = first.undefined
+        if u.after is not None:
+            then = arrive(u.after, count)
+            after = then.state if then.undefined is None else None
+            return Step(s, False, Undefined(u.kind, u.detail, after))
         return first
     second = arrive(first.state, count)
     if second.undefined:

@@ -194,17 +194,22 @@ def decode(ops, words: list[int]) -> dict:
 # ----------------------------------------------------------------------------- the model
 
 
-def predict(ops) -> dict:
+def predict(ops, tolerate_ub: bool = False) -> dict:
     """Drive the pure MBarrier model with the probe's ops.
 
     Returns ``{"outcome": "ok", "observations": [...]}`` or, at the first undefined
     operation, ``{"outcome": "fault", "undefined": kind, "detail": ..., "at_op": i,
     "observations": [those before it]}``.  A bulk copy is a complete-tx of its bytes
     at the point it appears: the probe waits for the bytes to land before going on.
+
+    ``tolerate_ub``: as the engine under ``Perturbation.tolerate_ub``, undefined behaviour
+    of a kind in ``SILICON_TOLERATED_UB`` goes on in its ``Undefined.after`` state (the
+    result then lists the kinds it ran through under ``"tolerated"``).
     """
     ops = normalize(ops)
     s = mb.MBarrierState()
     obs: list[dict] = []
+    tolerated: list[str] = []
     for i, op in enumerate(ops):
         kind = op[0]
         step = None
@@ -233,10 +238,17 @@ def predict(ops) -> dict:
         else:
             raise ValueError(f"unknown probe op {op!r}")
         if step is not None:
-            if step.undefined:
-                return {"outcome": "fault", "undefined": step.undefined.kind, "detail": step.undefined.detail, "at_op": i, "observations": obs}
+            u = step.undefined
+            if u and tolerate_ub and u.after is not None and u.kind in mb.SILICON_TOLERATED_UB:
+                tolerated.append(u.kind)
+                s = u.after
+                if kind == "bulk_copy":
+                    obs.append({"op": "bulk_copy", "nbytes": op[1], "landed": True})
+                continue
+            if u:
+                return {"outcome": "fault", "undefined": u.kind, "detail": u.detail, "at_op": i, "observations": obs}
             s = step.state
-    return {"outcome": "ok", "observations": obs}
+    return {"outcome": "ok", "observations": obs, **({"tolerated": tolerated} if tolerated else {})}
 
 
 # ----------------------------------------------------------------------------- comparison
@@ -310,15 +322,41 @@ def compare(record: dict) -> Comparison:
     if any(o["op"] == "bulk_copy" and not o["landed"] for o in seen["observations"]):
         return result("inconclusive", stext, "a bulk copy had not landed after the settle time: the probe's premise failed")
     if pred["outcome"] == "fault":
-        return result("disagree", stext, f"the model calls op {pred['at_op']} undefined ({pred['undefined']}); the kernel ran to the end")
-    diffs = [
+        reason = f"the model calls op {pred['at_op']} undefined ({pred['undefined']}); the kernel ran to the end"
+        if pred["undefined"] in mb.SILICON_TOLERATED_UB:
+            tol = predict(ops, tolerate_ub=True)
+            same = tol["outcome"] == "ok" and _differences(tol, seen) == []
+            reason += ("; silicon matches the state the engine tolerates it with (tolerate_ub)" if same
+                       else "; silicon differs from the state the engine tolerates it with (tolerate_ub)")
+        return result("disagree", stext, reason)
+    diffs = _differences(pred, seen)
+    if diffs:
+        return result("disagree", stext, "; ".join(diffs))
+    return result("agree", stext, "every observation matches")
+
+
+def _differences(pred: dict, seen: dict) -> list[str]:
+    return [
         f"{token(m)} vs silicon {token(o)}"
         for m, o in zip(pred["observations"], seen["observations"], strict=True)
         if any(m[k] != o[k] for k in COMPARED[m["op"]])
     ]
-    if diffs:
-        return result("disagree", stext, "; ".join(diffs))
-    return result("agree", stext, "every observation matches")
+
+
+def tolerated_matches(record: dict) -> bool | None:
+    """For a recorded run through undefined behaviour the engine may tolerate: do the
+    silicon's observations equal the model's with ``tolerate_ub``?  ``None`` when the
+    record is not such a run (the model does not fault there, or on another kind, or
+    the kernel did not run to the end)."""
+    ops = normalize(record["ops"])
+    pred = predict(ops)
+    if pred["outcome"] != "fault" or pred["undefined"] not in mb.SILICON_TOLERATED_UB or record["outcome"] != "ok":
+        return None
+    seen = decode(ops, record["words"])
+    if not seen["done"]:
+        return None
+    tol = predict(ops, tolerate_ub=True)
+    return tol["outcome"] == "ok" and _differences(tol, seen) == []
 
 
 def synthetic_record(probe: Probe, flip: int | None = None) -> dict:

@@ -37,6 +37,10 @@ HINTS = {
                   "bulk wait_group) before reusing the buffer",
     "deadlock": "some phase can never complete: check arrival counts, expected bytes and which parity each "
                 "waiter passes",
+    "unreleased_write": "call __syncwarp() (or a bar.sync covering the warp) after the 32 lanes' stores and "
+                        "before the elected lane's arrive or TMA store: an elected lane releases only its own writes",
+    "reinit_without_inval": "mbarrier.inval a live barrier before initialising it again (the H200 does not trap: "
+                            "the re-init silently resets its phase under any waiter)",
     "capacity": "shrink the footprint (fewer stages, smaller tiles) or target a larger architecture",
 }
 

@@ -180,6 +180,9 @@ def build_timeline(result: RunResult, findings: list[Finding], outcome: str = ""
             apply(e, lambda s, n=d["bytes"]: mb.expect_tx(s, n))
         elif kind == "complete_tx":
             apply(e, lambda s, n=d["bytes"]: mb.complete_tx(s, n))
+        elif kind == "ub":  # undefined behaviour the replay tolerated: the engine installed this state
+            states[(e.cta, d["target"])] = d["after"]
+            counters.append(_point(e.cta, d["target"], e.t, d["after"]))
         elif kind == "wait":
             if d.get("blocked") and e.t > d["begin"]:
                 slices.append(Slice(e.cta, e.who, f"wait {d['barrier']} parity {d['parity']}", d["begin"], e.t, "wait",

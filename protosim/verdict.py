@@ -22,11 +22,7 @@ from protosim.arch import ArchProfile, load_profile
 from protosim.checkers import Finding, run_checkers
 from protosim.engine import Perturbation, RunResult, explore_plan, race_plan, replay
 from protosim.ir import Schedule, content_hash, validate_for
-
-try:  # the set of undefined behaviours silicon was seen to survive (docs/semantics.md)
-    from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
-except ImportError:  # pragma: no cover - older model without tolerated UB
-    SILICON_TOLERATED_UB: frozenset[str] = frozenset()
+from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
 
 OUTCOMES = ("correct", "wrong", "deadlock", "fault")
 HAZARDS = ("raw_hazard", "war_hazard")
@@ -340,8 +336,7 @@ def explore(schedule: Schedule, runs: int | None = 24, seed: int = 0, max_stall:
             c.faults.add(o.fault.split(" (")[0])
         c.finding_kinds.update(verdict.kinds())
         trap = result.trap
-        if (trap is not None and trap.kind in SILICON_TOLERATED_UB and hasattr(p, "tolerate_ub")
-                and not getattr(p, "tolerate_ub")):
+        if trap is not None and trap.kind in SILICON_TOLERATED_UB and not p.tolerate_ub:
             retry.append(dataclasses.replace(p, tolerate_ub=True))
             total += 1 if runs else 0
         sig = _signature(verdict)

@@ -214,6 +214,8 @@ class OutcomeSet:
     targets: tuple[str, ...] = ()
     """Roles and warps the plan aimed a lag at."""
     seconds: float = 0.0
+    tolerated: int = 0
+    """Replays repeated with silicon-tolerated UB not trapping (included in ``runs``)."""
 
     def kinds(self) -> set[str]:
         return set(self.classes)
@@ -227,13 +229,15 @@ class OutcomeSet:
         return all(k == "correct" and not c.finding_kinds for k, c in self.classes.items())
 
     def describe_stop(self) -> str:
+        twins = f", {self.tolerated} of them repeated with silicon-tolerated UB" if self.tolerated else ""
         return {
-            "fixed": f"{self.runs} replays as asked",
+            "fixed": f"{self.runs} replays: {self.asked} as asked" + (f" + {self.tolerated} with silicon-tolerated UB"
+                                                                      if self.tolerated else ""),
             "converged": f"stopped after {self.runs} replays: the last {EXPLORE_PATIENCE} brought nothing new",
             "cap": f"stopped at the cap of {self.runs} replays",
             "budget": f"stopped by the time budget after {self.runs}"
                       + (f" of {self.asked:,}" if self.asked else "") + f" replays ({self.seconds:.0f} s; --budget)",
-        }[self.stopped]
+        }[self.stopped] + ("" if self.stopped == "fixed" else twins)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -244,6 +248,7 @@ class OutcomeSet:
             "asked": self.asked,
             "targets": list(self.targets),
             "seconds": round(self.seconds, 3),
+            "tolerated": self.tolerated,
             "outcomes": sorted(self.classes),
             "classes": [self.classes[k].to_json() for k in OUTCOMES if k in self.classes],
         }
@@ -320,12 +325,14 @@ def explore(schedule: Schedule, runs: int | None = 24, seed: int = 0, max_stall:
     start = time.monotonic()
     budget = EXPLORE_BUDGET_S if budget_s is None else budget_s
     retry: list[Perturbation] = []
+    tolerated = 0
     while done < total:
         p = retry.pop() if retry else next(plan, None)
         if p is None:
             break
         verdict, result = judge(schedule, arch, p, schedule_hash=h)
         done += 1
+        tolerated += p.tolerate_ub
         o = verdict.outcome
         c = classes.setdefault(o.kind, OutcomeClass(o.kind, first=p.describe()))
         c.runs += 1
@@ -352,7 +359,7 @@ def explore(schedule: Schedule, runs: int | None = 24, seed: int = 0, max_stall:
             break
     return OutcomeSet(runs=done, seed=seed, max_stall=max_stall, classes=classes, stopped=stopped, asked=runs,
                       targets=tuple(f"{r}.w{w}" for r, w in lag_targets(schedule)) if not runs else (),
-                      seconds=time.monotonic() - start)
+                      seconds=time.monotonic() - start, tolerated=tolerated)
 
 
 @dataclass

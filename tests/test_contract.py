@@ -302,3 +302,20 @@ def test_the_size_estimate_bounds_the_real_op_count(builder, config):
     real = BUILDERS[builder](cfg).op_count()
     est = estimate_ops(builder, cfg, load_profile(cfg.arch).sm_count)
     assert real <= est <= 2.5 * real, (real, est)
+
+
+def test_ub_the_h200_survives_is_explored_both_ways():
+    """Re-init of a live barrier traps in the model, but did not on the H200
+    (results/silicon/mbar_probes/2026-11-30_h200_20a0208.jsonl): every trapping replay is
+    replayed again with the UB tolerated, so the set holds fault and what follows without it."""
+    from protosim.ir import Arrive, MbarInit, Wait
+    from protosim.verdict import explore
+    from tests.conftest import hand_schedule
+
+    s = hand_schedule(("t", 1, [MbarInit(barrier="bar", issuer="one"), Arrive(barrier="bar", use=0, issuer="one"),
+                                MbarInit(barrier="bar", issuer="one"), Wait(barrier="bar", parity=0, use=0)]))
+    fixed = explore(s, runs=3)
+    assert fixed.runs == 3 + 3 and fixed.tolerated == 3 and fixed.kinds() == {"fault", "deadlock"}  # re-init reset the phase: wait(0) blocks
+    assert "reinit_without_inval" in fixed.classes["deadlock"].finding_kinds
+    adaptive = explore(s, runs=None)
+    assert adaptive.kinds() == {"fault", "deadlock"}

@@ -200,23 +200,14 @@ def load_scenario(path: str | Path, overrides: list[tuple[str, Any]] = (), max_o
         raise ScenarioError(path, "config.arch", str(e)) from None
     for name, why in unhonoured(builder, config, conf):
         raise ScenarioError(path, f"config.{name}", why)
-    expect = _expectation(path, raw.get("expect", {}))
-    explore = raw.get("explore", {})
-    if not isinstance(explore, dict):
-        raise ScenarioError(path, "explore", "must be a table (runs, max_stall, seed)")
-    for key in explore:
-        if key not in ("runs", "max_stall", "seed"):
-            raise ScenarioError(path, f"explore.{key}", "unknown field; use runs, max_stall, seed")
     scenario = Scenario(
         path=path,
         name=str(raw.get("name", path.stem)),
         description=str(raw.get("description", "")).strip(),
         builder=builder,
         config=config,
-        expect=expect,
-        runs=_int(path, "explore.runs", explore["runs"], 1) if "runs" in explore else None,
-        max_stall=_int(path, "explore.max_stall", explore.get("max_stall", 2000), 0),
-        seed=_int(path, "explore.seed", explore.get("seed", 0), 0),
+        expect=_expectation(path, raw.get("expect", {})),
+        **_explore_fields(path, raw.get("explore", {})),
     )
     _check_size_before_build(path, builder, config, arch, max_ops)
     # Build once here so that shape errors and capacity show up as input errors.
@@ -252,6 +243,18 @@ def _check_size_before_build(path: Path, builder: str, config: Any, arch: ArchPr
         raise ScenarioError(path, "config", f"the schedule would have ~{ops:,} ops, more than the limit of {max_ops:,} "
                                             f"(a replay of that size takes minutes and gigabytes); shrink M/N/K, or pass "
                                             f"--max-ops {ops} to replay it anyway")
+
+
+def _explore_fields(path: Path, explore: Any) -> dict[str, Any]:
+    """``[explore]`` (TOML) or ``"explore"`` (schedule JSON) as Scenario fields."""
+    if not isinstance(explore, dict):
+        raise ScenarioError(path, "explore", "must be a table (runs, max_stall, seed)")
+    for key in explore:
+        if key not in ("runs", "max_stall", "seed"):
+            raise ScenarioError(path, f"explore.{key}", "unknown field; use runs, max_stall, seed")
+    return {"runs": _int(path, "explore.runs", explore["runs"], 1) if "runs" in explore else None,
+            "max_stall": _int(path, "explore.max_stall", explore.get("max_stall", 2000), 0),
+            "seed": _int(path, "explore.seed", explore.get("seed", 0), 0)}
 
 
 def _expectation(path: Path, raw: Any) -> Expectation:
@@ -295,17 +298,9 @@ def _load_schedule_json(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
     description = data.get("description", "hand-written schedule")
     if not isinstance(description, str):
         raise ScenarioError(path, "description", f"{description!r} must be a string")
-    explore = data.get("explore", {})
-    if not isinstance(explore, dict):
-        raise ScenarioError(path, "explore", "must be an object (runs, max_stall, seed)")
-    for key in explore:
-        if key not in ("runs", "max_stall", "seed"):
-            raise ScenarioError(path, f"explore.{key}", "unknown field; use runs, max_stall, seed")
     return Scenario(path=path, name=schedule.name, description=description.strip(), builder="(schedule json)",
                     config=None, expect=_expectation(path, data.get("expect", {})), schedule_json=data,
-                    runs=_int(path, "explore.runs", explore["runs"], 1) if "runs" in explore else None,
-                    max_stall=_int(path, "explore.max_stall", explore.get("max_stall", 2000), 0),
-                    seed=_int(path, "explore.seed", explore.get("seed", 0), 0), built=schedule)
+                    built=schedule, **_explore_fields(path, data.get("explore", {})))
 
 
 def schedule_file(scenario: Scenario) -> dict[str, Any]:

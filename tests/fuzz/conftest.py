@@ -1,0 +1,27 @@
+"""Sizes and settings of the fuzz suites.
+
+CI runs every ``test_fuzz_*`` suite at a modest size (``CI_EXAMPLES`` per input path,
+the whole package in about two minutes on two cores when the contract holds);
+``pytest -m slow`` (``make slow``) runs the ``*_large`` variants at ``SLOW_EXAMPLES``.
+``PROTOSIM_FUZZ_EXAMPLES`` overrides both.  With ``CI`` set the draws are derandomized
+(the same inputs on every CI run); elsewhere each run draws new ones, and
+``PROTOSIM_FUZZ_SEED`` pins them.  Failing examples are not shrunk unless
+``PROTOSIM_FUZZ_SHRINK=1``: a hang costs the whole wall-clock limit per shrink step,
+and the failure report already prints a reproducer with the list of mutations.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fuzz: protosim's input fuzzer (tests/fuzz): the exit-status contract on every input path")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/fuzz/" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.fuzz)

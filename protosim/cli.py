@@ -171,7 +171,7 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--max-stall", type=_positive("--max-stall", 0),
                         help="largest injected stall in cycles (default: the scenario's, else 2000)")
         sp.add_argument("--seed", type=_positive("--seed", 0), help="exploration seed (default: the scenario's, else 0)")
-        sp.add_argument("--budget", type=_seconds, help="wall-clock seconds for one exploration (default 60)")
+        sp.add_argument("--budget", type=_seconds, help="wall-clock seconds for one exploration (default 20)")
         sp.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
     fields_help = ("Scenario files (TOML): name, description, builder, [config], [expect], [explore].\n"
@@ -253,6 +253,9 @@ def _parser() -> argparse.ArgumentParser:
                                       "set with the current simulator, and judge every launch. Exit 0 when all agree, 1 otherwise.")
     cr.add_argument("records", type=Path, nargs="+", help="kernels.run JSON-lines files")
     cr.add_argument("--runs", type=_positive("--runs", 1, 10_000), default=8, help="replays per config without delays (default 8)")
+    cr.add_argument("--max-ops", type=_positive("--max-ops"), default=60_000,
+                    help="refuse outcome records whose config replays more ops than this (default 60,000; the "
+                         "recorded campaigns reach ~48k)")
     cr.add_argument("--plan", type=Path, help="a plan file: also list its configs that have no record")
     cr.add_argument("--json", type=Path, help="also write the full report as JSON to this file")
     cr.add_argument("--rows", type=_positive("--rows", 0), default=None, help="print at most this many table rows (default all)")
@@ -345,6 +348,8 @@ def _check_out(path: Path, what: str) -> None:
     """An output path must be writable before any replay spends time on it."""
     if path.is_dir():
         raise UsageError(f"{path}: {what} is a directory; give a file name")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"{path}: {what} is not a regular file (a device or a pipe); give a file name")
     parent = path.parent
     while not parent.exists():
         parent = parent.parent
@@ -414,7 +419,7 @@ def _cmd_crosscheck(args) -> int:
     if args.json:
         _check_out(args.json, "--json")
     try:
-        records = cc.read_records(args.records)
+        records = cc.read_records(args.records, max_ops=args.max_ops)
     except cc.RecordError as e:
         raise UsageError(str(e)) from None
     plan = None

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from protosim.config import DELAY_KNOBS, LAUNCH_KNOBS, GemmConfig
+from protosim.config import DELAY_KNOBS, LAUNCH_KNOBS, ConfigError, GemmConfig
 from protosim.engine import explore_plan, race_plan
 from protosim.ir import content_hash
 from protosim.strategies import Case
@@ -283,16 +283,27 @@ class RecordError(ValueError):
     """A launch-records file that is not what ``kernels.run`` writes; names file and line."""
 
 
-def read_records(paths: list[Path], max_ops: int = 2_000_000) -> list[dict[str, Any]]:
+RECORD_MAX_OPS = 60_000
+"""Largest config an outcome record may ask to replay (each is replayed 8-24 times): the
+largest of the recorded cross-check campaigns is ~48k ops (results/silicon)."""
+BENCH_MAX_OPS = 2_000_000
+"""Bench records are replayed once (``--timing``): the 4096^3 benches are ~600k ops."""
+
+
+def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[str, Any]]:
     """Every launch record of ``paths`` (``kernels.run`` JSON lines), each checked the way
     :func:`compare_many` will read it -- its case (step, config, delays, L2 state) and its
-    observed outcome -- so a malformed line is refused before any replay."""
+    observed outcome -- so a malformed line is refused before any replay.  ``max_ops``
+    bounds an outcome record's config (bench records: :data:`BENCH_MAX_OPS`)."""
     from protosim.builders import estimate_ops
     from protosim.strategies import STEPS
 
     records = []
+    built: set[str] = set()
     for path in paths:
         try:
+            if not path.is_file():  # a directory, a FIFO, a device
+                raise RecordError(f"{path}: not a regular file; give kernels.run JSON-lines files")
             text = path.read_bytes().decode("utf-8")
         except OSError as e:
             raise RecordError(f"{path}: cannot read it ({e.strerror})") from None
@@ -314,12 +325,13 @@ def read_records(paths: list[Path], max_ops: int = 2_000_000) -> list[dict[str, 
             if kind not in ("outcome", "bench", "trace"):
                 raise RecordError(f"{where}: kind {kind!r}; kernels.run writes outcome, bench or trace records")
             if kind == "outcome" or (kind == "bench" and r.get("outcome") == "correct"):
-                _check_record(r, where, STEPS, estimate_ops, max_ops)
+                limit = max_ops if kind == "outcome" else max(max_ops, BENCH_MAX_OPS)
+                _check_record(r, where, STEPS, estimate_ops, limit, built)
             records.append(r)
     return records
 
 
-def _check_record(r: dict[str, Any], where: str, steps, estimate_ops, max_ops: int) -> None:
+def _check_record(r: dict[str, Any], where: str, steps, estimate_ops, max_ops: int, built: set[str]) -> None:
     if r.get("step") not in steps:
         raise RecordError(f"{where}: step {r.get('step')!r}; use one of {', '.join(steps)}")
     if not isinstance(r.get("config"), dict) or not isinstance(r.get("delays", {}), dict):
@@ -340,7 +352,14 @@ def _check_record(r: dict[str, Any], where: str, steps, estimate_ops, max_ops: i
 
     ops = estimate_ops(case.builder, case.config, load_profile(case.config.arch).sm_count)
     if ops > max_ops:
-        raise RecordError(f"{where}: its config would replay ~{ops:,} ops, more than {max_ops:,}")
+        raise RecordError(f"{where}: its config would replay ~{ops:,} ops, more than {max_ops:,}; pass --max-ops {ops}")
+    key = json.dumps(case.to_dict(), sort_keys=True)
+    if key not in built:  # the step's own shape rules (v1: one k-tile, v2: one tile, ws: Hopper only)
+        try:
+            case.build()
+        except ConfigError as e:
+            raise RecordError(f"{where}: config.{e.field}: {e.message}") from None
+        built.add(key)
 
 
 def group_records(records: list[dict[str, Any]]) -> dict[str, tuple[Case, list[dict[str, Any]]]]:

@@ -690,7 +690,8 @@ scenario that built it (``protosim schedule``) and are read by protosim.scenario
 def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
     """Inverse of :func:`to_json`; raises :class:`ScheduleError` naming the bad entry.
     ``max_ops``: refuse a schedule of more ops than that (before building any op)."""
-    if not isinstance(d, dict) or d.get("protosim_schedule") != SCHEMA:
+    mark = d.get("protosim_schedule") if isinstance(d, dict) else None
+    if isinstance(mark, bool) or mark != SCHEMA:
         raise ScheduleError(f"not a protosim schedule (schema {SCHEMA}): missing 'protosim_schedule': {SCHEMA}")
     unknown = [k for k in d if k not in TOP_LEVEL]
     if unknown:

@@ -166,6 +166,8 @@ def load_scenario(path: str | Path, overrides: list[tuple[str, Any]] = (), max_o
     path = Path(path)
     if not path.exists():
         raise ScenarioError(path, "file", "no such file; give a scenario .toml, a schedule .json or a Triton .ttgir")
+    if not path.is_dir() and not path.is_file():  # a FIFO or a device would block or never end
+        raise ScenarioError(path, "file", "not a regular file; give a scenario .toml, a schedule .json or a Triton .ttgir")
     if path.suffix in (".json", ".ttgir") and overrides:
         raise ScenarioError(path, "--set", "applies to scenario .toml files only (a schedule or TTGIR has no config to change)")
     if path.suffix == ".json":

@@ -215,7 +215,7 @@ def _module_attrs(text: str, path: str) -> tuple[int, int, str]:
                          "give the text of kernel.asm['ttgir']")
     head = _strip(lines[idx])
     n = idx + 1
-    num_warps = re.search(r'"ttg\.num-warps"\s*=\s*([-+]?\d+)', head)
+    num_warps = re.search(r'"ttg\.num-warps"\s*=\s*([^\s,}:]+)', head)  # all of the value: 4.5 is no integer
     target = re.search(r'ttg\.target\s*=\s*"([^"]*)"', head)
     if not num_warps:
         raise _err(path, n, 'the module has no "ttg.num-warps" attribute: not a TTGIR module Triton wrote; '
@@ -227,11 +227,11 @@ def _module_attrs(text: str, path: str) -> tuple[int, int, str]:
     if not 1 <= warps <= 32 or warps & (warps - 1):
         raise _err(path, n, f'"ttg.num-warps" = {warps}: Triton uses a power of two from 1 to 32 '
                    "(a CTA has at most 1024 threads); fix the module attribute")
-    tpw = re.search(r'"ttg\.threads-per-warp"\s*=\s*([-+]?\d+)', head)
+    tpw = re.search(r'"ttg\.threads-per-warp"\s*=\s*([^\s,}:]+)', head)
     if tpw and _int(tpw.group(1), path, n, '"ttg.threads-per-warp"') != 32:
         raise _err(path, n, f'"ttg.threads-per-warp" = {tpw.group(1)}: NVIDIA warps have 32 threads; '
                    "only NVIDIA (cuda:) targets are modelled")
-    ctas = re.search(r'"ttg\.num-ctas"\s*=\s*([-+]?\d+)', head)
+    ctas = re.search(r'"ttg\.num-ctas"\s*=\s*([^\s,}:]+)', head)
     if ctas and _int(ctas.group(1), path, n, '"ttg.num-ctas"') != 1:
         raise _err(path, n, f'"ttg.num-ctas" = {ctas.group(1)}: CTA clusters are not modelled; '
                    "compile with num_ctas=1")
@@ -909,6 +909,8 @@ def _no_constant(name: str) -> Any:
 def _load_json(side: Path, ttgir: Path | str, what: str) -> Any:
     """A JSON file beside the TTGIR, decoded; any fault is a :class:`TtgirError` naming it."""
     where = f"{ttgir}: {what} {side}"
+    if not side.is_file():  # a FIFO or a device would block or never end
+        raise TtgirError(f"{where}: not a regular file; give a JSON file")
     try:
         data = side.read_bytes()
     except OSError as e:
@@ -1064,6 +1066,8 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     if isinstance(max_ops, bool) or not isinstance(max_ops, int) or max_ops < 1:
         raise TtgirError(f"{path}: max_ops = {max_ops!r}: give a positive integer")
     try:
+        if not path.is_file():  # a FIFO or a device would block or never end
+            raise TtgirError(f"{path}: not a regular file; give the path of a .ttgir file")
         data = path.read_bytes()
     except OSError as e:
         raise TtgirError(f"{path}: {e.strerror}; give the path of a .ttgir file") from e

@@ -1,14 +1,15 @@
 # Two entry points for a fresh machine; both create .venv once and reuse it.
 #   make demo   -- install protosim and run every built-in scenario (one table)
 #   make test   -- install protosim with test dependencies and run the test suite
-# Also: make bench (benchmarks, prints tables), make slow (long property suites),
+# Also: make bench (benchmarks, prints tables), make slow (long property suites and the large fuzz runs),
+#       make fuzz / make census (the input fuzzer; a table of exit statuses per input path),
 #       make kernels (build the H200 bundle in .gpu/), make silicon (tables of results/silicon).
 
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: demo test bench slow kernels silicon clean
+.PHONY: demo test bench slow fuzz census kernels silicon clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +29,13 @@ test: $(VENV)/.installed-kernels
 
 slow: $(VENV)/.installed
 	$(PY) -m pytest -q -m slow
+
+# The input fuzzer alone (tests/fuzz; CI size: PROTOSIM_FUZZ_EXAMPLES=N for more), and its census table.
+fuzz: $(VENV)/.installed
+	$(PY) -m pytest -q tests/fuzz
+
+census: $(VENV)/.installed
+	$(PY) -m tests.fuzz.census --examples 150 --seed 0 --json results/fuzz/census.json --txt results/fuzz/census.txt
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_engine.py

@@ -559,11 +559,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-NONNEGATIVE = frozenset({"bytes", "cycles", "columns", "n", "m", "k_elems", "threads", "barrier_id", "count"})
-"""Op fields that PTX cannot express negative (sizes, counts, ids, u32 operands): a negative
-value is a mistake in the input, refused before the replay.  Values PTX can express but
-leaves undefined (an arrive count of 0, an expect_tx past 2^20-1) reach the model and
-come back as findings."""
+NONNEGATIVE = frozenset({"cycles", "barrier_id", "count", "n"})
+"""Op fields that PTX cannot express negative (delays, ids, u32 counts): a negative value is a
+mistake in the input, refused before the replay.  Values PTX can express but leaves undefined
+(an arrive count or init count of 0, an expect_tx past 2^20-1) reach the model and come back
+as findings."""
+POSITIVE = frozenset({"bytes", "columns", "m", "k_elems", "threads"})
+"""Sizes of a transfer, an allocation, an MMA shape or a barrier's thread count: zero is no
+instruction at all.  (``n`` is also a wait_group depth, where 0 is the usual value.)"""
+TX_BYTES = ("expect_tx", "arrive_expect_tx")
+"""... except the bytes of an expect_tx, where 0 is legal (an arrive with nothing to wait for)."""
 MIN_USE = -1
 """A wait for "phase -1" (a producer's first wait on a fresh barrier) is legal."""
 
@@ -621,7 +626,11 @@ def _op_from_json(d: dict[str, Any], where: str) -> Op:
         elif t in ("int", "int | None"):
             if value is None and t == "int | None":
                 continue
-            _check_int(where, name, value, 0 if name in NONNEGATIVE else MIN_USE if name == "use" else None)
+            low = (1 if name in POSITIVE and not (name == "bytes" and kind in TX_BYTES)
+                   else 0 if name in NONNEGATIVE or name == "bytes" else MIN_USE if name == "use" else None)
+            if name == "n" and kind in ("mma", "wgmma", "mma_sync"):
+                low = 1  # an MMA's N, not a wait depth
+            _check_int(where, name, value, low)
         elif t == "bool":
             if not isinstance(value, bool):
                 raise ScheduleError(f"{where}: {name} = {value!r}: must be true or false")

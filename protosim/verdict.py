@@ -21,6 +21,7 @@ from typing import Any, Callable
 from protosim.arch import ArchProfile, load_profile
 from protosim.checkers import Finding, run_checkers
 from protosim.engine import Perturbation, RunResult, explore_plan, race_plan, replay
+from protosim.engine.perturb import iter_explore_plan
 from protosim.ir import Schedule, content_hash, validate_for
 from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
 
@@ -317,7 +318,7 @@ def explore(schedule: Schedule, runs: int | None = 24, seed: int = 0, max_stall:
     validate_for(schedule, arch)
     classes: dict[str, OutcomeClass] = {}
     h = content_hash(schedule)
-    plan: Iterator[Perturbation] = iter(explore_plan(runs, seed, max_stall)) if runs else exploration_plan(schedule, seed, max_stall)
+    plan: Iterator[Perturbation] = iter_explore_plan(seed, max_stall) if runs else exploration_plan(schedule, seed, max_stall)
     total = runs or EXPLORE_CAP
     seen: set[tuple] = set()
     quiet = 0

@@ -319,3 +319,19 @@ def test_ub_the_h200_survives_is_explored_both_ways():
     assert "reinit_without_inval" in fixed.classes["deadlock"].finding_kinds
     adaptive = explore(s, runs=None)
     assert adaptive.kinds() == {"fault", "deadlock"}
+
+
+def test_undefined_but_expressible_counts_are_findings_not_input_errors(capsys, tmp_path):
+    """``mbarrier.init`` with count 0 is a kernel bug PTX leaves undefined (a trap on the H200's
+    kind of UB): the model reports it; a negative count cannot be written at all: bad input."""
+    _, out, _ = run(capsys, "schedule", str(SCEN / "v4_tma.toml"))
+    d = json.loads(out)
+    d["barriers"][0]["count"] = 0
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(d))
+    status, out, _ = run(capsys, "run", str(f), "--runs", "1", "--json")
+    assert status == 1 and "count_out_of_range" in json.loads(out)["verdict"]["finding_kinds"]
+    d["barriers"][0]["count"] = -1
+    f.write_text(json.dumps(d))
+    status, _, err = run(capsys, "run", str(f))
+    assert status == 2 and "count = -1: must be >= 0" in one_line_error(err)

@@ -33,7 +33,9 @@ perturbations: they are ``Sleep`` ops in the schedule (the config's delay knobs)
 
 from __future__ import annotations
 
+import itertools
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -147,9 +149,15 @@ def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000, sleeps: bool =
     well as together because some hazards need one side slow and the other not.
     ``far_l2``: L2 hits also rotate through 0, half and all of
     :data:`L2_FAR_EXTRA_CYCLES` (the same draws otherwise)."""
+    return list(itertools.islice(iter_explore_plan(seed, max_stall, sleeps, far_l2), max(runs, 0)))
+
+
+def iter_explore_plan(seed: int = 0, max_stall: int = 2000, sleeps: bool = False, far_l2: bool = False) -> Iterator[Perturbation]:
+    """:func:`explore_plan` without an end: a caller that stops on a budget never builds
+    a list of the ``runs`` it was asked for (``--runs 10**30``)."""
     rng = random.Random(seed)
-    plan = [Perturbation.none()]
-    for i in range(1, runs):
+    yield Perturbation.none()
+    for i in itertools.count(1):
         style = STYLES[(i - 1) % len(STYLES)]
         jitter = rng.choice((0.1, 0.25, 0.5)) if style == "jitter" else rng.choice((0.0, 0.1))
         stall_max = int(max_stall * rng.choice((0.25, 0.5, 1.0))) if style != "jitter" else 0
@@ -158,10 +166,9 @@ def explore_plan(runs: int, seed: int = 0, max_stall: int = 2000, sleeps: bool =
         lo, hi = SLEEP_RANGES[(i - 1 + (i - 1) // len(STYLES)) % len(SLEEP_RANGES)] if sleeps else (1.0, 1.0)
         # a rotation, not a draw: the other draws stay what they were without it
         far = L2_FAR_EXTRA_CYCLES * ((i - 1) // len(STYLES) % 3) // 2 if far_l2 else 0
-        plan.append(Perturbation(seed=seed * 100003 + i, jitter=jitter, stall_prob=stall_prob, stall_max=stall_max,
-                                 warp_stalls="warps" in style, unit_stalls="units" in style, sleep_lo=lo, sleep_hi=hi,
-                                 l2_hit_extra=far))
-    return plan[:runs]
+        yield Perturbation(seed=seed * 100003 + i, jitter=jitter, stall_prob=stall_prob, stall_max=stall_max,
+                           warp_stalls="warps" in style, unit_stalls="units" in style, sleep_lo=lo, sleep_hi=hi,
+                           l2_hit_extra=far)
 
 
 # Race resolution.  A replay orders two events by the model's cycle counts; when

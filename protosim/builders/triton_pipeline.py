@@ -98,6 +98,8 @@ class PipelineConfig:
         for name in ("M", "N", "K", "BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"{getattr(self, name)} must be >= 1")
+        if not 1 <= self.num_warps <= 32 or self.num_warps & (self.num_warps - 1):
+            raise ConfigError("num_warps", f"{self.num_warps}: Triton takes a power of two from 1 to 32 (at most 1024 threads)")
         if self.arch not in MMA_KIND:
             raise ConfigError("arch", f"{self.arch!r}: use gb10 (mma.sync) or h200 (wgmma)")
         if self.num_stages < 2:

@@ -348,8 +348,8 @@ def _check_out(path: Path, what: str) -> None:
     """An output path must be writable before any replay spends time on it."""
     if path.is_dir():
         raise UsageError(f"{path}: {what} is a directory; give a file name")
-    if path.exists() and not path.is_file():
-        raise UsageError(f"{path}: {what} is not a regular file (a device or a pipe); give a file name")
+    if path.exists() and not (path.is_file() or path.is_char_device()):  # /dev/null is fine, a FIFO is not
+        raise UsageError(f"{path}: {what} is not a regular file (a pipe, a socket); give a file name")
     parent = path.parent
     while not parent.exists():
         parent = parent.parent

@@ -346,7 +346,7 @@ def _check_record(r: dict[str, Any], where: str, steps, estimate_ops, max_ops: i
             float(r["bench"]["ms"]), str(r["name"])  # noqa: B018 - what bench_timing reads
     except ConfigError as e:
         raise RecordError(f"{where}: config.{e.field}: {e.message}") from None
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field of the wrong shape
         raise RecordError(f"{where}: not a kernels.run launch record ({type(e).__name__}: {e})") from None
     from protosim.arch import load_profile
 

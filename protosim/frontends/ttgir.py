@@ -166,6 +166,7 @@ def _err(path: str | Path, line: int | None, message: str) -> TtgirError:
     return TtgirError(f"{path}: line {line}: {message}" if line else f"{path}: {message}")
 
 
+_LOC_ALIAS = re.compile(r"#loc\w*\s*=\s*loc\(.*\)$")
 _LOC = re.compile(r'\s*loc\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)')
 _STMT = re.compile(r'^\s*(?:(%[\w.#\-]+(?::\d+)?(?:\s*,\s*%[\w.#]+)*)\s*=\s*)?(?:"([a-z_][\w.]*)"|([a-z_][\w.]*)\b)(.*)$')
 _MEMDESC = re.compile(r'!ttg\.memdesc<((?:\d+x)+)(f16|bf16|f32|i64|i32|i8|f8E4M3FN|f8E5M2|tf32)\b')
@@ -358,6 +359,11 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
     else:
         raise TtgirError(f"{path}: the module opened at line {midx + 1} is never closed by `}}`: the file is truncated; "
                          "give the whole text of kernel.asm['ttgir']")
+    for k in range(n + 1, len(lines)):  # after the module Triton writes only location aliases
+        tail = lines[k].strip()
+        if tail and not _LOC_ALIAS.match(tail):
+            raise _err(path, k + 1, f"{tail[:60]!r} after the module's closing brace: only `#loc = loc(...)` lines "
+                       "follow a module Triton wrote; the text is hand-edited or two files were joined")
 
     allocs = {}
     for st in _walk(stack[0]):

@@ -8,6 +8,8 @@ Needs matplotlib (``pip install 'protosim[plot]'``); nothing else in protosim do
 
 from __future__ import annotations
 
+import io
+
 from pathlib import Path
 
 from protosim.timeline import Timeline
@@ -100,6 +102,8 @@ def plot(tl: Timeline, out: Path, cta: int | None = None, width: float = 11.0) -
     fig.tight_layout()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=130)
+    png = io.BytesIO()  # render first, then write: matplotlib does not report a failed close (a full disk)
+    fig.savefig(png, format="png", dpi=130)
     plt.close(fig)
+    Path(out).write_bytes(png.getvalue())
     return out

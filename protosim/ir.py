@@ -721,6 +721,9 @@ def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
     for b in buffers:
         if b.space not in ("smem", "tmem"):
             raise ScheduleError(f"schedule JSON: buffer {b.name!r}: space = {b.space!r}; use 'smem' or 'tmem'")
+        size, unit = (b.bytes, "bytes") if b.space == "smem" else (b.columns, "columns")
+        if size < 1:
+            raise ScheduleError(f"schedule JSON: buffer {b.name!r}: {size} {unit} per stage; a {b.space} buffer has at least 1")
     n_ops = 0
     for c in d["ctas"]:
         if not isinstance(c, dict) or not isinstance(c.get("roles"), list) or not all(isinstance(r, list) for r in c["roles"]):

@@ -272,6 +272,9 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
         raise _err(path, start + 1, "tt.func before the module attributes: not a TTGIR module Triton wrote")
     header = _strip(lines[start]).strip()
     func = _FUNC.match(header)
+    if not func and re.search(r"\)\s*->", header):
+        raise _err(path, start + 1, "this tt.func returns values: a device function or a compiler pass test, not a "
+                   "kernel (a kernel returns nothing); give the text of kernel.asm['ttgir'] of a launched kernel")
     if not func:
         raise _err(path, start + 1, "cannot read this tt.func line (name, arguments, then `{`): the text may be cut "
                    "or hand-edited; give the text of kernel.asm['ttgir']")

@@ -21,17 +21,18 @@ This module is pure (no GPU, no tvm, no torch): the CI regression test and
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from protosim.arch import load_profile
+from protosim.builders import estimate_ops
 from protosim.config import DELAY_KNOBS, LAUNCH_KNOBS, ConfigError, GemmConfig
 from protosim.engine import explore_plan, race_plan
 from protosim.ir import content_hash
-from protosim.strategies import Case
+from protosim.strategies import STEPS, Case
 from protosim.verdict import judge
 
 SILICON_KIND = {"correct": "correct", "wrong": "wrong", "timeout": "deadlock", "fault": "fault"}
@@ -295,9 +296,6 @@ def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[
     :func:`compare_many` will read it -- its case (step, config, delays, L2 state) and its
     observed outcome -- so a malformed line is refused before any replay.  ``max_ops``
     bounds an outcome record's config (bench records: :data:`BENCH_MAX_OPS`)."""
-    from protosim.builders import estimate_ops
-    from protosim.strategies import STEPS
-
     records = []
     built: set[str] = set()
     for path in paths:
@@ -326,14 +324,14 @@ def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[
                 raise RecordError(f"{where}: kind {kind!r}; kernels.run writes outcome, bench or trace records")
             if kind == "outcome" or (kind == "bench" and r.get("outcome") == "correct"):
                 limit = max_ops if kind == "outcome" else max(max_ops, BENCH_MAX_OPS)
-                _check_record(r, where, STEPS, estimate_ops, limit, built)
+                _check_record(r, where, limit, built)
             records.append(r)
     return records
 
 
-def _check_record(r: dict[str, Any], where: str, steps, estimate_ops, max_ops: int, built: set[str]) -> None:
-    if r.get("step") not in steps:
-        raise RecordError(f"{where}: step {r.get('step')!r}; use one of {', '.join(steps)}")
+def _check_record(r: dict[str, Any], where: str, max_ops: int, built: set[str]) -> None:
+    if r.get("step") not in STEPS:
+        raise RecordError(f"{where}: step {r.get('step')!r}; use one of {', '.join(STEPS)}")
     if not isinstance(r.get("config"), dict) or not isinstance(r.get("delays", {}), dict):
         raise RecordError(f"{where}: config and delays must be objects of GemmConfig fields")
     if r.get("outcome") not in SILICON_KIND:
@@ -348,8 +346,6 @@ def _check_record(r: dict[str, Any], where: str, steps, estimate_ops, max_ops: i
         raise RecordError(f"{where}: config.{e.field}: {e.message}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field of the wrong shape
         raise RecordError(f"{where}: not a kernels.run launch record ({type(e).__name__}: {e})") from None
-    from protosim.arch import load_profile
-
     ops = estimate_ops(case.builder, case.config, load_profile(case.config.arch).sm_count)
     if ops > max_ops:
         raise RecordError(f"{where}: its config would replay ~{ops:,} ops, more than {max_ops:,}; pass --max-ops {ops}")

@@ -85,10 +85,7 @@ class RunReport:
             "verdict": self.verdict.to_json(),
             "outcome_set": self.outcomes.to_json() if self.outcomes else None,
             "slack": self.slack.to_json() if self.slack else None,
-            "expect": {
-                "nominal": s.expect.nominal, "findings": list(s.expect.findings), "ok": s.expect.ok,
-                "outcomes": list(s.expect.outcomes), "may": list(s.expect.may),
-            },
+            "expect": s.expect.to_json(),
             "agrees": self.agrees,
             "problems": self.problems,
             "note": self.note,

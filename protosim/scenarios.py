@@ -60,6 +60,10 @@ class Expectation:
     outcomes: tuple[str, ...] = ()
     may: tuple[str, ...] = ()
 
+    def to_json(self) -> dict[str, Any]:
+        return {"nominal": self.nominal, "findings": list(self.findings), "ok": self.ok,
+                "outcomes": list(self.outcomes), "may": list(self.may)}
+
     @property
     def declared(self) -> bool:
         return self.nominal is not None or bool(self.findings) or self.ok is not None or bool(self.outcomes)
@@ -200,8 +204,9 @@ def load_scenario(path: str | Path, overrides: list[tuple[str, Any]] = (), max_o
         raise ScenarioError(path, f"config.{e.field}", e.message) from None
     except UnknownArch as e:
         raise ScenarioError(path, "config.arch", str(e)) from None
-    for name, why in unhonoured(builder, config, conf):
-        raise ScenarioError(path, f"config.{name}", why)
+    ignored = unhonoured(builder, config, conf)
+    if ignored:
+        raise ScenarioError(path, f"config.{ignored[0][0]}", ignored[0][1])
     scenario = Scenario(
         path=path,
         name=str(raw.get("name", path.stem)),
@@ -312,9 +317,7 @@ def schedule_file(scenario: Scenario) -> dict[str, Any]:
     data["name"] = scenario.name
     if scenario.description:
         data["description"] = scenario.description
-    e = scenario.expect
-    expect = {k: v for k, v in (("nominal", e.nominal), ("ok", e.ok)) if v is not None}
-    expect |= {k: list(v) for k, v in (("findings", e.findings), ("outcomes", e.outcomes), ("may", e.may)) if v}
+    expect = {k: v for k, v in scenario.expect.to_json().items() if v is not None and v != []}
     if expect:
         data["expect"] = expect
     explore = {"max_stall": scenario.max_stall, "seed": scenario.seed} | ({"runs": scenario.runs} if scenario.runs else {})

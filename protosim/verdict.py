@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from protosim.arch import ArchProfile, load_profile
 from protosim.checkers import Finding, run_checkers
-from protosim.engine import Perturbation, RunResult, explore_plan, race_plan, replay
+from protosim.engine import Perturbation, RunResult, race_plan, replay
 from protosim.engine.perturb import iter_explore_plan
 from protosim.ir import Schedule, content_hash, validate_for
 from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
@@ -282,17 +282,15 @@ def targeted_plan(schedule: Schedule, max_stall: int) -> list[Perturbation]:
 
 
 def exploration_plan(schedule: Schedule, seed: int, max_stall: int) -> Iterator[Perturbation]:
-    """The nominal replay, then the targeted lags interleaved with seeded random
-    perturbations (:func:`explore_plan`'s rotation), then random ones without end."""
+    """The nominal replay, then the targeted lags interleaved with the seeded random
+    perturbations of :func:`iter_explore_plan`, which go on without end."""
     targeted = targeted_plan(schedule, max_stall)
-    yield Perturbation.none()
-    block = 0
-    while True:
-        for p in explore_plan(65, seed + block * 7919, max_stall)[1:]:  # distinct seeds per block
-            if targeted:
-                yield targeted.pop(0)
-            yield p
-        block += 1
+    rand = iter_explore_plan(seed, max_stall)
+    yield next(rand)  # the nominal replay
+    for p in rand:
+        if targeted:
+            yield targeted.pop(0)
+        yield p
 
 
 def _signature(verdict: Verdict) -> tuple:

@@ -1,0 +1,166 @@
+"""Golden event logs: what every replay wrote before a refactoring, to compare after it.
+
+A structural change of the engine or of the builders (issue 17: the engine split by
+unit, the shared pipeline type) must not change a single event.  This module replays a
+fixed corpus -- every built-in scenario, every Triton fixture, and the distinct configs
+of the recorded silicon campaigns -- under a fixed set of perturbations, and reduces each
+replay to a digest of its whole event log (every event, every field, times as exact
+floats) plus its result (trap, blocked warps, end cycle).  It also records each
+schedule's content hash, so a builder that now emits a different schedule shows up as
+such, not as a different log.
+
+    python -m tests.eventlog_corpus --write    # record tests/data/eventlog_golden.json
+    python -m tests.eventlog_corpus            # compare, print the differences
+
+The file names the commit it was recorded at; ``tests/test_eventlog_golden.py`` compares
+against it.  Re-record only for a change that is *meant* to alter replays, and say so in
+the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from protosim.crosscheck import case_of, read_records
+from protosim.engine.machine import replay
+from protosim.engine.perturb import Perturbation, iter_explore_plan, race_plan
+from protosim.frontends import ttgir
+from protosim.ir import Schedule, content_hash
+from protosim.scenarios import builtin_dir, load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "data" / "eventlog_golden.json"
+FIXTURES = ROOT / "tests" / "fixtures" / "triton"
+SILICON = ROOT / "results" / "silicon"
+
+NOMINAL_ONLY_OPS = 30_000
+"""Schedules larger than this replay nominal only (the full-chip scenario): the corpus
+stays a few seconds per hundred schedules."""
+RECORD_CASES = 160
+"""Distinct recorded configs taken, spread evenly over the campaigns' files."""
+
+
+def perturbations(schedule: Schedule) -> list[Perturbation]:
+    """Nominal, the first replays of the seeded exploration (jitter, warp and unit
+    stalls, with nanosleep scaling), two race-plan skews and the tolerated-UB replay:
+    every timing path of the engine is taken by some of them."""
+    if schedule.op_count() > NOMINAL_ONLY_OPS:
+        return [Perturbation.none()]
+    explored = iter_explore_plan(seed=7, max_stall=2000, sleeps=True, far_l2=True)
+    plan = [next(explored) for _ in range(6)]
+    plan += race_plan(tuple(r.name for r in schedule.roles))[:2]
+    plan.append(Perturbation(tolerate_ub=True, jitter=0.1, seed=3))
+    return plan
+
+
+def _scenarios() -> Iterator[tuple[str, Callable[[], Schedule]]]:
+    for path in sorted(builtin_dir().glob("*.toml")):
+        yield f"scenario:{path.stem}", lambda p=path: load_scenario(p).build()
+
+
+def _triton() -> Iterator[tuple[str, Callable[[], Schedule]]]:
+    for path in sorted(FIXTURES.glob("*.ttgir")):
+        yield f"ttgir:{path.stem}", lambda p=path: ttgir.read(p)[0]
+
+
+def _recorded() -> Iterator[tuple[str, Callable[[], Schedule]]]:
+    paths = sorted(SILICON.glob("*.jsonl"))
+    seen: dict[str, object] = {}
+    for r in read_records(paths):
+        if r.get("kind", "outcome") != "outcome":
+            continue
+        case = case_of(r)
+        key = json.dumps({"step": case.step, **case.config.to_dict()}, sort_keys=True)
+        seen.setdefault(key, case)
+    cases = list(seen.values())
+    stride = max(1, len(cases) // RECORD_CASES)
+    for n, case in enumerate(cases[::stride][:RECORD_CASES]):
+        yield f"record:{n:03d}:{case.step}", case.build
+
+
+def corpus() -> Iterator[tuple[str, Callable[[], Schedule]]]:
+    yield from _scenarios()
+    yield from _triton()
+    yield from _recorded()
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {k: _plain(value[k]) for k in sorted(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return repr(value)  # exact: 0.1 + 0.2 must not round to 0.3
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    return repr(value)  # dataclass states: their repr is every field
+
+
+def log_digest(result) -> str:
+    """SHA-256 over every event and the replay's result."""
+    h = hashlib.sha256()
+    for e in result.log.events:
+        h.update(json.dumps([repr(e.t), e.kind, e.cta, e.who, e.op, _plain(e.data)], separators=(",", ":")).encode())
+        h.update(b"\n")
+    summary = {"trap": repr(result.trap), "blocked": [repr(b) for b in result.blocked], "end": repr(result.end_cycle),
+               "launched": result.ctas_launched, "finished": result.ctas_finished,
+               "barriers": sorted(f"{k}={v!r}" for k, v in result.barriers.items())}
+    h.update(json.dumps(summary, sort_keys=True).encode())
+    return h.hexdigest()[:20]
+
+
+def record_one(build: Callable[[], Schedule]) -> dict:
+    schedule = build()
+    return {"schedule": content_hash(schedule),
+            "runs": [log_digest(replay(schedule, perturbation=p)) for p in perturbations(schedule)]}
+
+
+def compute(progress: bool = False) -> dict[str, dict]:
+    out = {}
+    for name, build in corpus():
+        out[name] = record_one(build)
+        if progress:
+            print(f"  {name}: {len(out[name]['runs'])} replays", file=sys.stderr)
+    return out
+
+
+def differences(golden: dict[str, dict], now: dict[str, dict]) -> list[str]:
+    diffs = []
+    for name in sorted(set(golden) | set(now)):
+        g, n = golden.get(name), now.get(name)
+        if g is None or n is None:
+            diffs.append(f"{name}: {'new in the corpus' if g is None else 'missing now'}")
+        elif g["schedule"] != n["schedule"]:
+            diffs.append(f"{name}: the schedule changed ({g['schedule']} -> {n['schedule']})")
+        elif g["runs"] != n["runs"]:
+            bad = [i for i, (a, b) in enumerate(zip(g["runs"], n["runs"])) if a != b]
+            diffs.append(f"{name}: event logs differ in replays {bad or 'count'}")
+    return diffs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--write", action="store_true", help="record the golden file at this commit")
+    args = ap.parse_args(argv)
+    now = compute(progress=True)
+    if args.write:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        GOLDEN.parent.mkdir(parents=True, exist_ok=True)
+        GOLDEN.write_text(json.dumps({"commit": commit, "cases": now}, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(now)} schedules, "
+              f"{sum(len(v['runs']) for v in now.values())} replays at {commit}")
+        return 0
+    diffs = differences(json.loads(GOLDEN.read_text())["cases"], now)
+    print("\n".join(diffs) if diffs else f"identical: {len(now)} schedules")
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,27 +1,10 @@
-"""Write your own protocol as a schedule: a ring position and a schedule writer.
+"""Write a schedule by roles and rings: :class:`ScheduleBuilder`, :class:`Role` and the storage
+handles :class:`BarrierArray`, :class:`Buffer`.
 
-A schedule's checkers judge each op against its *logical tag* ``use``: the barrier phase
-the op belongs to by the protocol's intent (``protosim.ir``).  Built-in builders count
-those by hand; this module counts them for you, in the manner of CUTLASS's
-``PipelineState`` / ``PipelineTmaAsync``:
-
-* :class:`PipelineState` -- where a role stands in a ring of stages: ``index`` (the
-  stage), ``phase`` (the parity its next wait passes) and ``count`` (steps taken since
-  the kernel began).  :meth:`PipelineState.advance` is the only place the phase flips.
-  ``use`` is ``count // stages``, so it never depends on the parity.
-* :class:`ScheduleBuilder` -- declares barriers (arrays of stages), buffers and roles,
-  then writes each role's ops, taking ``barrier[state.index]`` and ``use`` from the state
-  you pass; :meth:`ScheduleBuilder.build` returns a validated :class:`protosim.ir.Schedule`.
-
-You still choose every op, every parity and every byte count, so a bug you write stays a
-bug: pass ``parity=`` to a wait to say what a buggy kernel passes, and ``use`` still says
-which phase the protocol meant -- which is how ``wrong_parity`` and ``early_return`` find
-it.  The count is the intent: keep one state per ring for the whole kernel.  (A kernel
-that restarts its ring per tile waits on other stages than its intent; write that one's
-waits with :meth:`Role.op`.)
-
-``docs/api.md`` is the reference; README's "Writing your own protocol in Python" a
-complete example.
+A :class:`Role` method that takes a barrier array and a :class:`PipelineState` touches
+``barrier[state.index]`` with ``use`` from the state (``state.use``, one less on a
+``starts_free`` array); :meth:`ScheduleBuilder.pipeline` writes a whole ring's steps with
+:class:`protosim.pipeline.Pipeline` instead, counting uses per barrier.
 """
 
 from __future__ import annotations
@@ -56,68 +39,10 @@ from protosim.ir import (
     WgmmaWait,
     validate,
 )
+from protosim.pipeline.emitter import Pipeline
+from protosim.pipeline.state import PipelineState, stage_index
 
-__all__ = ["PipelineState", "BarrierArray", "Buffer", "Role", "ScheduleBuilder"]
-
-
-# --------------------------------------------------------------------------- ring position
-
-
-@dataclass(frozen=True)
-class PipelineState:
-    """A position in a ring of ``stages`` stages.
-
-    ``count`` is the number of steps taken since the kernel began, ``index`` the stage
-    (always ``count % stages``) and ``phase`` the parity the next wait on that stage
-    passes.  Values are immutable: :meth:`advance` returns the next position.
-    """
-
-    stages: int
-    index: int = 0
-    phase: int = 0
-    count: int = 0
-
-    def __post_init__(self) -> None:
-        if self.stages < 1:
-            raise ValueError(f"PipelineState: stages = {self.stages}; a ring has at least one stage")
-        if self.phase not in (0, 1):
-            raise ValueError(f"PipelineState: phase = {self.phase}; a phase (parity) is 0 or 1")
-        if self.count < 0:
-            raise ValueError(f"PipelineState: count = {self.count}; count steps from 0")
-        if self.index != self.count % self.stages:
-            raise ValueError(
-                f"PipelineState: index {self.index} with count {self.count} of {self.stages} stages; the index is "
-                f"count % stages = {self.count % self.stages} (build states with producer_start / consumer_start "
-                "and advance)"
-            )
-
-    @classmethod
-    def producer_start(cls, stages: int) -> PipelineState:
-        """Where a producer starts: stage 0, phase 1.
-
-        The producer's first wait on each stage's *empty* barrier must not block -- the
-        ring starts with every stage free.  A fresh mbarrier counts its phase -1 as
-        complete, and parity 1 names that phase, so the producer starts at phase 1
-        (CUTLASS's ``make_producer_start_state``)."""
-        return cls(stages, 0, 1, 0)
-
-    @classmethod
-    def consumer_start(cls, stages: int) -> PipelineState:
-        """Where a consumer starts: stage 0, phase 0 -- it waits for the first fill (phase 0)."""
-        return cls(stages, 0, 0, 0)
-
-    @property
-    def use(self) -> int:
-        """Which use of its stage this step is (``count // stages``): the k-th fill of stage
-        s is phase k of ``full[s]``.  Computed from the count, never from ``phase``."""
-        return self.count // self.stages
-
-    def advance(self, n: int = 1) -> PipelineState:
-        """The position ``n`` steps on: the index wraps, the phase flips at each wrap."""
-        if n < 0:
-            raise ValueError(f"PipelineState.advance({n}): a ring only moves forward")
-        wraps = (self.index + n) // self.stages
-        return PipelineState(self.stages, (self.index + n) % self.stages, self.phase ^ (wraps & 1), self.count + n)
+__all__ = ["BarrierArray", "Buffer", "Role", "ScheduleBuilder"]
 
 
 # --------------------------------------------------------------------------- storage handles
@@ -141,7 +66,7 @@ class BarrierArray:
         return len(self.names)
 
     def __getitem__(self, at: int | PipelineState) -> str:
-        return self.names[_stage(at, len(self.names), f"barrier array {self.name!r}")]
+        return self.names[stage_index(at, len(self.names), f"barrier array {self.name!r}")]
 
     def wait_use(self, state: PipelineState) -> int:
         """The phase a wait at ``state`` is for, by the protocol's intent."""
@@ -158,17 +83,7 @@ class Buffer:
     def at(self, at: int | PipelineState, content: str = "", part: int | None = None) -> Access:
         """The slot at a stage (or a state's stage) holding ``content`` -- the data tag
         the hazard checkers compare (``"A[m=0,k=3]"``)."""
-        return Access(self.name, _stage(at, self.stages, f"buffer {self.name!r}"), content, part)
-
-
-def _stage(at: int | PipelineState, stages: int, what: str) -> int:
-    if isinstance(at, PipelineState):
-        if at.stages != stages:
-            raise ValueError(f"{what} has {stages} stage(s) but the state is a ring of {at.stages}")
-        return at.index
-    if not 0 <= at < stages:
-        raise IndexError(f"{what}: stage {at} of {stages}")
-    return at
+        return Access(self.name, stage_index(at, self.stages, f"buffer {self.name!r}"), content, part)
 
 
 # --------------------------------------------------------------------------- writers
@@ -271,11 +186,18 @@ class Role:
     def op(self, op: Op) -> None:
         """Append any :mod:`protosim.ir` op as given (the escape hatch); ``tile`` and ``k``
         left ``None`` take the builder's current tags."""
-        fill = {key: self.builder._tags[key] for key in ("tile", "k") if getattr(op, key) is None}
-        fill = {key: value for key, value in fill.items() if value is not None}
-        if fill:
-            op = dataclasses.replace(op, **fill)
-        self.builder._append(self.name, op)
+        self.builder._append(self.name, self._tagged(op, ("tile", "k")))
+
+    def _tagged(self, op: Op, keys: tuple[str, ...]) -> Op:
+        """``op`` with the builder's current tags in the ``keys`` it left unset."""
+        unset = {"tile": None, "k": None, "label": ""}
+        fill = {key: self.builder._tags[key] for key in keys if getattr(op, key) == unset[key]}
+        fill = {key: value for key, value in fill.items() if value != unset[key]}
+        return dataclasses.replace(op, **fill) if fill else op
+
+    def _append_tagged(self, op: Op) -> None:
+        """A :class:`Pipeline`'s sink: ``op`` with every current tag it left unset."""
+        self.builder._append(self.name, self._tagged(op, ("tile", "k", "label")))
 
 
 class ScheduleBuilder:
@@ -336,6 +258,18 @@ class ScheduleBuilder:
         r = Role(self, name, warps)
         self._roles.append(r)
         return r
+
+    def pipeline(self, full: BarrierArray, empty: BarrierArray | None = None, *, producer: Role,
+                 consumer: Role | None = None, fill: str = "tma", release: str = "arrive") -> Pipeline:
+        """A :class:`Pipeline` writing the ring ``full`` (and ``empty``) into the roles
+        ``producer`` and ``consumer`` (default: the producer), its ops tagged like the
+        roles' own.  Make one per CTA, inside the ``grid`` loop: it counts uses per barrier
+        from the CTA's start."""
+        if empty is not None and not empty.starts_free:
+            raise ValueError(f"pipeline: declare the empty barriers {empty.name!r} with starts_free=True "
+                             "(the producer's first acquire waits for a release before the first fill)")
+        return Pipeline(full.names, empty.names if empty is not None else (), producer=producer._append_tagged,
+                        consumer=(consumer or producer)._append_tagged, fill=fill, release=release)
 
     # -- programs -------------------------------------------------------------
     def cta(self) -> int:

@@ -110,10 +110,24 @@ class Op:
     """Base of all ops.  ``issuer`` says who executes it; the rest are tags."""
 
     kind: ClassVar[str] = "op"
+    unit: ClassVar[str] = ""
+    """The hardware unit that executes it -- and the engine module whose handler replays
+    it (``protosim.engine.units``): ``mbarrier``, ``tma``, ``tensor_core``, ``tmem``,
+    ``lsu`` (thread and async copies) or ``sync`` (bar.sync, fences, sleeps)."""
+    needs: ClassVar[str | None] = None
+    """A unit not every arch has (``tcgen05``, ``wgmma``, ``tma``): ``ArchProfile.unsupported``."""
+    global_io: ClassVar[str | None] = None
+    """``read`` / ``write``: the op moves bytes from / to global memory (the L2 model)."""
+    per_warp: ClassVar[bool] = False
+    """``bytes`` is each executing warp's share (thread copies), not the whole transfer."""
     issuer: Issuer = "all"
     tile: tuple[int, int] | None = None
     k: int | None = None
     label: str = ""
+
+    def accesses(self) -> tuple[Access, ...]:
+        """Every buffer access the op makes (reads and writes)."""
+        return ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +135,7 @@ class MbarInit(Op):
     """``mbarrier.init`` with the declared count."""
 
     kind: ClassVar[str] = "mbar_init"
+    unit: ClassVar[str] = "mbarrier"
     barrier: str
 
 
@@ -129,6 +144,7 @@ class Arrive(Op):
     """``mbarrier.arrive`` by each executing thread, ``count`` arrivals each."""
 
     kind: ClassVar[str] = "arrive"
+    unit: ClassVar[str] = "mbarrier"
     barrier: str
     use: int
     count: int = 1
@@ -139,6 +155,7 @@ class ExpectTx(Op):
     """``mbarrier.expect_tx``."""
 
     kind: ClassVar[str] = "expect_tx"
+    unit: ClassVar[str] = "mbarrier"
     barrier: str
     use: int
     bytes: int
@@ -149,6 +166,7 @@ class ArriveExpectTx(Op):
     """``mbarrier.arrive.expect_tx``: expect ``bytes``, then arrive once."""
 
     kind: ClassVar[str] = "arrive_expect_tx"
+    unit: ClassVar[str] = "mbarrier"
     barrier: str
     use: int
     bytes: int
@@ -159,6 +177,7 @@ class Wait(Op):
     """``try_wait.parity`` in a loop until it succeeds (blocking)."""
 
     kind: ClassVar[str] = "wait"
+    unit: ClassVar[str] = "mbarrier"
     barrier: str
     parity: int
     use: int
@@ -170,6 +189,9 @@ class TmaLoad(Op):
     """``cp.async.bulk.tensor`` global -> shared, completing ``bytes`` on ``barrier``."""
 
     kind: ClassVar[str] = "tma_load"
+    unit: ClassVar[str] = "tma"
+    needs: ClassVar[str | None] = "tma"
+    global_io: ClassVar[str | None] = "read"
     barrier: str
     use: int
     bytes: int
@@ -177,14 +199,23 @@ class TmaLoad(Op):
     src: str = ""
     """Global tile id (``"A[m=0,k=3]"``); the L2 model keys on it.  Defaults to dst.content."""
 
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.dst,)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TmaStore(Op):
     """``cp.async.bulk.tensor`` shared -> global; tracked by the issuing thread's bulk groups."""
 
     kind: ClassVar[str] = "tma_store"
+    unit: ClassVar[str] = "tma"
+    needs: ClassVar[str | None] = "tma"
+    global_io: ClassVar[str | None] = "write"
     bytes: int
     src: Access
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.src,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,6 +223,8 @@ class BulkCommit(Op):
     """``cp.async.bulk.commit_group``."""
 
     kind: ClassVar[str] = "bulk_commit"
+    unit: ClassVar[str] = "tma"
+    needs: ClassVar[str | None] = "tma"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -199,6 +232,8 @@ class BulkWait(Op):
     """``cp.async.bulk.wait_group{.read} n``."""
 
     kind: ClassVar[str] = "bulk_wait"
+    unit: ClassVar[str] = "tma"
+    needs: ClassVar[str | None] = "tma"
     n: int = 0
     read: bool = False
 
@@ -210,9 +245,15 @@ class ThreadCopy(Op):
     Each executing warp copies ``bytes`` into ``dst`` (usually its own part)."""
 
     kind: ClassVar[str] = "thread_copy"
+    unit: ClassVar[str] = "lsu"
+    global_io: ClassVar[str | None] = "read"
+    per_warp: ClassVar[bool] = True
     bytes: int
     dst: Access
     src: str = ""
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.dst,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,8 +261,13 @@ class SmemStore(Op):
     """Registers -> shared memory (``st.shared``) by each executing warp."""
 
     kind: ClassVar[str] = "smem_store"
+    unit: ClassVar[str] = "lsu"
+    per_warp: ClassVar[bool] = True
     bytes: int
     dst: Access
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.dst,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,9 +277,15 @@ class CpAsync(Op):
     cp.async group, which ``CpAsyncCommit`` closes and ``CpAsyncWait`` waits for."""
 
     kind: ClassVar[str] = "cp_async"
+    unit: ClassVar[str] = "lsu"
+    global_io: ClassVar[str | None] = "read"
+    per_warp: ClassVar[bool] = True
     bytes: int
     dst: Access
     src: str = ""
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.dst,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -241,6 +293,7 @@ class CpAsyncCommit(Op):
     """``cp.async.commit_group`` (``ttg.async_commit_group``)."""
 
     kind: ClassVar[str] = "cp_async_commit"
+    unit: ClassVar[str] = "lsu"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -249,6 +302,7 @@ class CpAsyncWait(Op):
     warp's committed groups may still be in flight when it returns."""
 
     kind: ClassVar[str] = "cp_async_wait"
+    unit: ClassVar[str] = "lsu"
     n: int = 0
 
 
@@ -258,8 +312,13 @@ class LocalLoad(Op):
     ``ldmatrix`` / ``ld.shared``); synchronous for the warp."""
 
     kind: ClassVar[str] = "local_load"
+    unit: ClassVar[str] = "lsu"
+    per_warp: ClassVar[bool] = True
     bytes: int
     src: Access
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.src,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -268,6 +327,7 @@ class MmaSync(Op):
     shared memory, so only its time is modelled."""
 
     kind: ClassVar[str] = "mma_sync"
+    unit: ClassVar[str] = "tensor_core"
     m: int
     n: int
     k_elems: int
@@ -278,6 +338,9 @@ class GlobalStore(Op):
     """Registers -> global memory by each executing warp (the v1-v3 epilogue)."""
 
     kind: ClassVar[str] = "global_store"
+    unit: ClassVar[str] = "lsu"
+    global_io: ClassVar[str | None] = "write"
+    per_warp: ClassVar[bool] = True
     bytes: int
 
 
@@ -288,12 +351,17 @@ class Mma(Op):
     ``reads`` are the shared-memory operands, ``writes`` the TMEM accumulator."""
 
     kind: ClassVar[str] = "mma"
+    unit: ClassVar[str] = "tensor_core"
+    needs: ClassVar[str | None] = "tcgen05"
     m: int
     n: int
     k_elems: int
     reads: tuple[Access, ...] = ()
     writes: tuple[Access, ...] = ()
     accumulate: bool = False
+
+    def accesses(self) -> tuple[Access, ...]:
+        return self.reads + self.writes
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -302,6 +370,8 @@ class MmaCommit(Op):
     MMA this thread issued before it has completed."""
 
     kind: ClassVar[str] = "mma_commit"
+    unit: ClassVar[str] = "tensor_core"
+    needs: ClassVar[str | None] = "tcgen05"
     barrier: str
     use: int
 
@@ -312,6 +382,8 @@ class Wgmma(Op):
     together (``.sync.aligned``), it joins the warpgroup's open wgmma group."""
 
     kind: ClassVar[str] = "wgmma"
+    unit: ClassVar[str] = "tensor_core"
+    needs: ClassVar[str | None] = "wgmma"
     m: int
     n: int
     k_elems: int
@@ -319,12 +391,17 @@ class Wgmma(Op):
     writes: tuple[Access, ...] = ()
     accumulate: bool = False
 
+    def accesses(self) -> tuple[Access, ...]:
+        return self.reads + self.writes
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WgmmaCommit(Op):
     """``wgmma.commit_group``."""
 
     kind: ClassVar[str] = "wgmma_commit"
+    unit: ClassVar[str] = "tensor_core"
+    needs: ClassVar[str | None] = "wgmma"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -332,6 +409,8 @@ class WgmmaWait(Op):
     """``wgmma.wait_group n``."""
 
     kind: ClassVar[str] = "wgmma_wait"
+    unit: ClassVar[str] = "tensor_core"
+    needs: ClassVar[str | None] = "wgmma"
     n: int = 0
 
 
@@ -340,8 +419,14 @@ class TmemLoad(Op):
     """``tcgen05.ld``: TMEM -> registers for the executing warp's lanes (async)."""
 
     kind: ClassVar[str] = "tmem_load"
+    unit: ClassVar[str] = "tmem"
+    needs: ClassVar[str | None] = "tcgen05"
+    per_warp: ClassVar[bool] = True
     bytes: int
     src: Access
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.src,)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -349,6 +434,8 @@ class WaitLd(Op):
     """``tcgen05.wait::ld``: block until this warp's TMEM loads are done."""
 
     kind: ClassVar[str] = "wait_ld"
+    unit: ClassVar[str] = "tmem"
+    needs: ClassVar[str | None] = "tcgen05"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -356,6 +443,8 @@ class TmemAlloc(Op):
     """``tcgen05.alloc``: blocks while the SM lacks ``columns`` free TMEM columns."""
 
     kind: ClassVar[str] = "tmem_alloc"
+    unit: ClassVar[str] = "tmem"
+    needs: ClassVar[str | None] = "tcgen05"
     columns: int
 
 
@@ -364,6 +453,8 @@ class TmemDealloc(Op):
     """``tcgen05.dealloc``."""
 
     kind: ClassVar[str] = "tmem_dealloc"
+    unit: ClassVar[str] = "tmem"
+    needs: ClassVar[str | None] = "tcgen05"
     columns: int
 
 
@@ -372,6 +463,7 @@ class CtaSync(Op):
     """``bar.sync 0``: every thread of the CTA."""
 
     kind: ClassVar[str] = "cta_sync"
+    unit: ClassVar[str] = "sync"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -379,6 +471,7 @@ class NamedBarrierSync(Op):
     """``bar.sync id, threads`` (``T.cuda.warpgroup_sync(10)`` is id 10, 128 threads)."""
 
     kind: ClassVar[str] = "named_barrier"
+    unit: ClassVar[str] = "sync"
     barrier_id: int
     threads: int
 
@@ -391,6 +484,7 @@ class WarpSync(Op):
     publish data all 32 lanes wrote."""
 
     kind: ClassVar[str] = "warp_sync"
+    unit: ClassVar[str] = "sync"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -398,6 +492,7 @@ class Fence(Op):
     """A fence (``fence.proxy.async``, ``fence.mbarrier_init``, ...): costs time only."""
 
     kind: ClassVar[str] = "fence"
+    unit: ClassVar[str] = "sync"
     fence: str = "proxy_async"
 
 
@@ -407,6 +502,7 @@ class Sleep(Op):
     the role sleeps (the lagging-warp knob)."""
 
     kind: ClassVar[str] = "sleep"
+    unit: ClassVar[str] = "sync"
     cycles: int
     warp: int | None = None
 
@@ -495,7 +591,7 @@ def validate(s: Schedule) -> None:
                     raise ScheduleError(f"{where}: barrier {name!r} is not declared; add a BarrierDecl")
                 if isinstance(op, Wait) and op.parity not in (0, 1):
                     raise ScheduleError(f"{where}: parity {op.parity}; a parity is 0 or 1")
-                for acc in accesses(op):
+                for acc in op.accesses():
                     buf = buffers.get(acc.buffer)
                     if buf is None:
                         raise ScheduleError(f"{where}: buffer {acc.buffer!r} is not declared; add a BufferDecl")
@@ -507,17 +603,6 @@ def validate(s: Schedule) -> None:
                         raise ScheduleError(
                             f"{where}: part {acc.part} of {acc.buffer!r}, which has {buf.parts} part(s)"
                         )
-
-
-def accesses(op: Op) -> tuple[Access, ...]:
-    """Every buffer access an op makes (reads and writes)."""
-    if isinstance(op, (TmaLoad, ThreadCopy, SmemStore, CpAsync)):
-        return (op.dst,)
-    if isinstance(op, (TmaStore, TmemLoad, LocalLoad)):
-        return (op.src,)
-    if isinstance(op, (Mma, Wgmma)):
-        return op.reads + op.writes
-    return ()
 
 
 # --------------------------------------------------------------------------- JSON
@@ -749,7 +834,7 @@ def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
 
 def validate_for(s: Schedule, profile: Any) -> None:
     """Raise :class:`ScheduleError` for an op or buffer the arch cannot run (``profile``:
-    a ``protosim.arch.ArchProfile``; its ``unsupported(kind)`` says why)."""
+    a ``protosim.arch.ArchProfile``; its ``unsupported(op)`` says why, from the op's ``needs``)."""
     for b in s.buffers:
         if b.space == "tmem" and not profile.has_tmem:
             raise ScheduleError(f"buffer {b.name!r} is in TMEM; {profile.name} has no tensor memory (tcgen05 only)")
@@ -759,7 +844,7 @@ def validate_for(s: Schedule, profile: Any) -> None:
             for i, op in enumerate(ops):
                 if op.__class__ in checked:
                     continue
-                why = profile.unsupported(op.kind)
+                why = profile.unsupported(op)
                 if why:
                     raise ScheduleError(f"CTA {cta.index}, role {role.name!r}, op #{i} ({op.kind}): {why}; "
                                         f"replay it on an arch that has it, or change the op")

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protosim.checkers.base import Finding, plain
-from protosim.engine.machine import RunResult
+from protosim.engine.result import RunResult
+from protosim.ir import Op, TmaLoad, TmaStore
 from protosim.ptx import mbarrier as mb
 
 TMA, MMA = "TMA", "MMA"
-UNIT_OF_OP = {"TmaLoad": TMA, "TmaStore": TMA, "Mma": MMA, "Wgmma": MMA}
-"""Ops whose data movement a unit performs; every other access is the warp's own."""
+TRACK_OF_UNIT = {"tma": TMA, "tensor_core": MMA}
+"""Units (``Op.unit``) that move an op's data on their own track; every other access is the warp's own."""
 
 
 @dataclass(frozen=True)
@@ -98,14 +99,14 @@ class Timeline:
         return cycles / (self.clock_ghz * 1000.0)
 
 
-def _op_kind(result: RunResult, cta: int, who: str, op: int) -> str:
-    """Class name of op ``op`` of the role that ``who`` (``role.wN``) runs."""
+def _op_at(result: RunResult, cta: int, who: str, op: int) -> Op | None:
+    """Op ``op`` of the role that ``who`` (``role.wN``) runs."""
     role = who.rsplit(".", 1)[0]
     roles = [r.name for r in result.schedule.roles]
     if role not in roles or op < 0:
-        return ""
+        return None
     program = result.schedule.ctas[cta].roles[roles.index(role)]
-    return type(program[op]).__name__ if op < len(program) else ""
+    return program[op] if op < len(program) else None
 
 
 def _track_of(who: str) -> str:
@@ -196,12 +197,13 @@ def build_timeline(result: RunResult, findings: list[Finding], outcome: str = ""
                                 {"issued_by": e.who, "barrier": d.get("barrier"), "use": d.get("use"),
                                  "tile": d.get("tile"), "k": d.get("k"), "bytes": d.get("bytes")}))
         elif kind == "access":
-            op_kind = _op_kind(result, e.cta, e.who, e.op)
-            unit = UNIT_OF_OP.get(op_kind)
-            if op_kind == "TmaLoad":
+            op = _op_at(result, e.cta, e.who, e.op)
+            op_kind = type(op).__name__ if op is not None else ""
+            unit = TRACK_OF_UNIT.get(op.unit) if op is not None else None
+            if isinstance(op, TmaLoad):
                 continue  # drawn from its issue event, issue -> landing
             if unit is None:
-                if d["mode"] == "w" or op_kind == "TmemLoad":
+                if d["mode"] == "w" or (op is not None and op.unit == "tmem"):
                     slices.append(Slice(e.cta, e.who, f"{op_kind} {d['buffer']}[{d['stage']}]", d["t0"], max(d["t1"], d["t0"]),
                                         "copy", {"content": d.get("content"), "tile": d.get("tile")}))
                 continue
@@ -209,7 +211,7 @@ def build_timeline(result: RunResult, findings: list[Finding], outcome: str = ""
             if key in unit_ops:
                 continue  # one slice per op, not per operand / per warp
             unit_ops.add(key)
-            name = "store D" if op_kind == "TmaStore" else f"{op_kind} k-tile" if unit == MMA else op_kind
+            name = "store D" if isinstance(op, TmaStore) else f"{op_kind} k-tile" if unit == MMA else op_kind
             slices.append(Slice(e.cta, unit, name, d["t0"], max(d["t1"], d["t0"]), unit.lower(),
                                 {"issued_by": e.who, "op": e.op, "tile": d.get("tile"), "content": d.get("content")}))
     for b in result.blocked:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 
 from kernels.plans import Job
-from kernels.run import l2_state
+from kernels.runner.gemm import l2_state
 from kernels.spec import KernelSpec
 from protosim.config import ConfigError, GemmConfig
 from protosim.crosscheck import case_of, job_for, predict
 from protosim.engine import Perturbation, race_plan, replay
-from protosim.engine.units import resident_at_launch, tensor_of
+from protosim.engine.resources import resident_at_launch, tensor_of
 from protosim.strategies import Case
 
 KIB = 1024

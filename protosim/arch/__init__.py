@@ -104,15 +104,16 @@ class ArchProfile:
         per = max(self.mma_issue_min, self.mma_issue_base + self.mma_issue_per_n * n)
         return per * insts, insts
 
-    def unsupported(self, op_kind: str) -> str | None:
-        """Why an op of this kind cannot run on this arch (None: it can)."""
-        need = OP_NEEDS.get(op_kind)
+    def unsupported(self, op) -> str | None:
+        """Why ``op`` (a ``protosim.ir`` op or op class: its ``kind`` and ``needs``) cannot run
+        on this arch (None: it can)."""
+        need, kind = op.needs, op.kind
         if need == "tcgen05" and self.mma_kind != "tcgen05":
-            return f"{op_kind} is a tcgen05/TMEM op; {self.name} ({self.target}) has no tcgen05 (it has {self.mma_kind})"
+            return f"{kind} is a tcgen05/TMEM op; {self.name} ({self.target}) has no tcgen05 (it has {self.mma_kind})"
         if need == "wgmma" and self.mma_kind != "wgmma":
-            return f"{op_kind} is a wgmma op; {self.name} ({self.target}) has no wgmma (it has {self.mma_kind})"
+            return f"{kind} is a wgmma op; {self.name} ({self.target}) has no wgmma (it has {self.mma_kind})"
         if need == "tma" and not self.tma_available:
-            return f"{op_kind} is a TMA / bulk-copy op; the {self.name} profile has none ({self.constants['tma_available'].source})"
+            return f"{kind} is a TMA / bulk-copy op; the {self.name} profile has none ({self.constants['tma_available'].source})"
         return None
 
     def cycles_to_us(self, cycles: float) -> float:
@@ -120,15 +121,6 @@ class ArchProfile:
 
     def guesses(self) -> list[str]:
         return [k for k, c in self.constants.items() if c.guess]
-
-
-OP_NEEDS = {
-    "mma": "tcgen05", "mma_commit": "tcgen05", "tmem_load": "tcgen05", "wait_ld": "tcgen05",
-    "tmem_alloc": "tcgen05", "tmem_dealloc": "tcgen05",
-    "wgmma": "wgmma", "wgmma_commit": "wgmma", "wgmma_wait": "wgmma",
-    "tma_load": "tma", "tma_store": "tma", "bulk_commit": "tma", "bulk_wait": "tma",
-}
-"""Op kinds (``protosim.ir`` ``kind``) that need a unit not every arch has."""
 
 
 def interpolate(table: tuple[tuple[int, float], ...], nbytes: int) -> float:

@@ -1,4 +1,4 @@
-"""Hardware units as bandwidth pipes and in-order queues.
+"""The hardware resources ops share: SM pipes, the tensor-core queue, L2 and HBM.
 
 Bulk data movement is modelled as *fluid FIFO pipes*: a pipe of ``rate`` bytes
 per cycle serves transfers in arrival order, so a transfer of ``b`` bytes
@@ -28,7 +28,7 @@ import re
 from collections import OrderedDict
 
 from protosim.arch import ArchProfile, interpolate
-from protosim.ir import WARP_PART, CpAsync, GlobalStore, Schedule, ScheduleError, ThreadCopy, TmaLoad, TmaStore
+from protosim.ir import WARP_PART, Schedule, ScheduleError
 
 _TENSOR = re.compile(r"[A-Za-z_]\w*?(?=[\[(@#{]|$)")
 
@@ -60,16 +60,13 @@ def resident_at_launch(schedule: Schedule, capacity: int) -> frozenset[str]:
     for cta in schedule.ctas:
         for role, ops in zip(schedule.roles, cta.roles, strict=True):
             for op in ops:
-                if isinstance(op, TmaLoad):
+                io = op.global_io
+                if io == "read":  # into shared memory: keyed by the global tile it reads
                     key = op.src or op.dst.content
-                    reads.setdefault(tensor_of(key), {})[key] = op.bytes
-                elif isinstance(op, (ThreadCopy, CpAsync)):
-                    key = op.src or op.dst.content
-                    reads.setdefault(tensor_of(key), {})[key] = op.bytes * (role.warps if op.dst.part == WARP_PART else 1)
-                elif isinstance(op, TmaStore):
-                    written += op.bytes
-                elif isinstance(op, GlobalStore):
-                    written += op.bytes * role.warps
+                    per_warp = op.per_warp and op.dst.part == WARP_PART
+                    reads.setdefault(tensor_of(key), {})[key] = op.bytes * (role.warps if per_warp else 1)
+                elif io == "write":
+                    written += op.bytes * (role.warps if op.per_warp else 1)
     resident = []
     for name in reversed(list(reads)):
         written += sum(reads[name].values())

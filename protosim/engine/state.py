@@ -1,0 +1,119 @@
+"""What a replay keeps per CTA and per warp, shared by every unit.
+
+A CTA's *storage* lives here: its mbarriers (:class:`BarrierCell`: the pure PTX state
+plus its waiters and what the phase in progress carries for happens-before).  Buffers
+hold no state of their own -- an access is an event in the log.  Each unit of
+:mod:`protosim.engine.units` keeps its own in-flight state (async groups, bar.sync
+points, TMEM columns held) and reaches storage only through
+:mod:`protosim.engine.resolve`.
+
+A warp's state is the interpreter's: its vector clock, the local work it has not paid
+for yet, what it is blocked on, and the stores its 32 lanes made since they last
+synchronised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import simpy
+
+from protosim.engine.order import fresh, joined
+from protosim.engine.resources import SmUnits
+from protosim.ir import CtaProgram, Schedule
+from protosim.ptx.mbarrier import MBarrierState
+
+THREADS = {"all": 32, "warp0": 32, "one": 1, "each_warp": 1}
+"""Threads of one warp that execute an op, by issuer rule."""
+
+
+class Wakeup(simpy.Event):
+    """An event that succeeds ``delay`` cycles after it is fired: a waiter woken by
+    a completion resumes after the wake-up latency in one scheduler step (SimPy's
+    own ``Timeout`` is built the same way)."""
+
+    __slots__ = ()
+
+    def fire_in(self, delay: float, value: Any = None) -> None:
+        self._ok = True
+        self._value = value
+        self.env.schedule(self, simpy.events.NORMAL, delay)
+
+
+class BarrierCell:
+    """One mbarrier: its pure state, its waiters, and what the phase in progress
+    (and the last completed one) carries for happens-before."""
+
+    __slots__ = ("name", "count", "state", "waiters", "acc_clock", "acc_seqs", "acc_upto", "last_clock", "last_seqs",
+                 "last_upto")
+
+    def __init__(self, name: str, count: int):
+        self.name = name
+        self.count = count
+        self.state = MBarrierState()
+        self.waiters: list[tuple[int, Wakeup]] = []
+        self.acc_clock: list[int] | None = None
+        self.acc_seqs: list[int] = []
+        self.acc_upto: dict[str, int] = {}
+        """thread -> last access seq of its MMAs a tcgen05.commit in this phase covers."""
+        self.last_clock: list[int] | None = None
+        self.last_seqs: tuple[int, ...] = ()
+        self.last_upto: tuple[tuple[str, int], ...] = ()
+
+    def contribute(self, clock, seqs=(), upto: tuple[str, int] | None = None) -> None:
+        self.acc_clock = joined(self.acc_clock, clock)
+        if seqs:
+            self.acc_seqs.extend(seqs)
+        if upto is not None:
+            key, seq = upto
+            if seq > self.acc_upto.get(key, -1):
+                self.acc_upto[key] = seq
+
+    def news(self) -> tuple:
+        """What a waiter of the last completed phase learns: (phases completed, clock, seqs, MMA prefixes)."""
+        return (self.state.completed, self.last_clock, self.last_seqs, self.last_upto)
+
+
+class CtaState:
+    """One launched CTA: its SM, its storage, and the width of its vector clocks."""
+
+    __slots__ = ("index", "sm", "width", "barriers")
+
+    def __init__(self, prog: CtaProgram, sm: SmUnits, schedule: Schedule):
+        self.index = prog.index
+        self.sm = sm
+        self.width = sum(r.warps for r in schedule.roles)
+        """Warps in the CTA: the length of every vector clock."""
+        self.barriers = {b.name: BarrierCell(b.name, b.count) for b in schedule.barriers}
+        """The CTA's mbarriers by declared name; read them through :mod:`protosim.engine.resolve`."""
+
+
+class WarpState:
+    __slots__ = ("cta", "role", "role_name", "warp", "warps", "who", "blocked", "stall", "done", "g", "clock", "debt",
+                 "lane_writes")
+
+    def __init__(self, cta: CtaState, role: int, role_name: str, warp: int, warps: int, g: int):
+        self.cta = cta
+        self.role = role
+        self.role_name = role_name
+        self.warp = warp
+        self.warps = warps
+        self.who = f"{role_name}.w{warp}"
+        self.blocked: tuple | None = None
+        """(op index, op, on, target, detail, since, use, parity) while blocked."""
+        self.stall: dict[str, float] = {}
+        self.done = False
+        self.g = g
+        """Index of this warp in the CTA (its vector-clock component)."""
+        self.clock = fresh(cta.width)
+        self.debt = 0.0
+        """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not
+        yet paid with a SimPy timeout: paid before the next op that others can see."""
+        self.lane_writes: dict[tuple[str, int, int | None], int] = {}
+        """(buffer, stage, part) -> seq of the last store all 32 lanes made there since the
+        warp last synchronised its lanes (__syncwarp, bar.sync): each lane knows only its own
+        bytes, so an elected lane's arrive does not release them."""
+
+    def tick(self) -> tuple[int, ...]:
+        self.clock[self.g] += 1
+        return tuple(self.clock)

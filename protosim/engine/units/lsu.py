@@ -1,0 +1,121 @@
+"""Copies the warps make themselves, through the SM's load/store unit: synchronous thread
+copies global -> shared, register stores to shared memory, shared -> register loads,
+global stores, and the asynchronous ``cp.async`` with its commit/wait groups.
+
+A synchronous copy is known to its own warp when it finishes.  When all 32 lanes stored,
+each lane knows only its own bytes until the lanes synchronise (``lane_writes``): an
+elected lane's later release does not carry the others' (``unreleased_write``).
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from protosim.engine import resolve
+from protosim.engine.state import THREADS, CtaState, WarpState
+from protosim.engine.units.base import Handler, Unit
+from protosim.engine.units.groups import GroupTable
+from protosim.ir import CpAsync, CpAsyncCommit, CpAsyncWait, GlobalStore, LocalLoad, Op, SmemStore, ThreadCopy
+
+LANE_WRITES = (SmemStore, ThreadCopy)
+"""Synchronous shared-memory stores: with 32 lanes, each lane writes its own bytes, and an
+elected lane's later release does not carry the other lanes' (``lane_release`` events)."""
+
+
+class LsuUnit(Unit):
+    name = "lsu"
+
+    def __init__(self, machine):
+        super().__init__(machine)
+        self.cp_async = GroupTable(machine, "cp_async_wait", after_known=self._lane_copies_known)
+        self.lane_copies: dict[int, tuple[resolve.Slot, int]] = {}
+        """cp.async operations all 32 lanes issued: op id -> (slot, seq), a lane write once waited for."""
+
+    def handlers(self) -> dict[type[Op], Handler]:
+        return {
+            CpAsync: Handler(self.issue_cost, self.cp_async_copy),
+            CpAsyncWait: Handler(self.issue_cost, self.cp_async.wait, self.cp_async.woken),
+            LocalLoad: Handler(None, self.local_load, self.sync_done),
+            ThreadCopy: Handler(None, self.thread_copy, self.sync_done),
+            SmemStore: Handler(None, self.smem_store, self.sync_done),
+            GlobalStore: Handler(None, self.global_store),
+        }
+
+    def local(self):
+        return {CpAsyncCommit: self.cp_async.commit}
+
+    def cta_finished(self, cta: CtaState) -> None:
+        self.cp_async.drop(cta)
+
+    # -- global -> shared ------------------------------------------------------------
+    def _global_to_shared(self, w: WarpState, op: ThreadCopy | CpAsync) -> tuple[float, float]:
+        """(first write, done) of one warp's global -> shared copy through the LSU and
+        L2/HBM: ld.global then st.shared, so shared memory is written once the first
+        loads return.  Thread copies and cp.async share this timing."""
+        m, arch = self.m, self.arch
+        now = m.env.now
+        hit, chip_done = m.memory.read(now, f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}", op.bytes)
+        lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
+        lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
+        done = max(lsu_done, chip_done) + lat + arch.smem_latency
+        return min(now + lat, done), done
+
+    def thread_copy(self, w: WarpState, i: int, op: ThreadCopy) -> simpy.Event:
+        m = self.m
+        first, done = self._global_to_shared(w, op)
+        seq = m.access(w, i, op.dst, "w", first, done, op.tile, w.tick(), THREADS[op.issuer])
+        return m.env.timeout(done - m.env.now, seq)
+
+    def smem_store(self, w: WarpState, i: int, op: SmemStore) -> simpy.Event:
+        m = self.m
+        now = m.env.now
+        done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
+        seq = m.access(w, i, op.dst, "w", now, done, op.tile, w.tick(), THREADS[op.issuer])
+        return m.env.timeout(done - now, seq)
+
+    def local_load(self, w: WarpState, i: int, op: LocalLoad) -> simpy.Event:
+        m = self.m
+        now = m.env.now
+        done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
+        seq = m.access(w, i, op.src, "r", now, done, op.tile, w.tick(), THREADS[op.issuer])
+        return m.env.timeout(done - now, seq)
+
+    def sync_done(self, w: WarpState, i: int, op: Op, seq: int) -> None:
+        """A synchronous copy finished: its own warp knows (each lane its own bytes, when all
+        32 lanes stored: then it is a lane write until the warp's lanes synchronise)."""
+        w.tick()
+        self.m.observe(w, i, (seq,), "synchronous")
+        if op.__class__ in LANE_WRITES and THREADS[op.issuer] > 1:
+            w.lane_writes[resolve.slot(w, op.dst)] = seq
+
+    def global_store(self, w: WarpState, i: int, op: GlobalStore) -> simpy.Event:
+        # Stores retire asynchronously; the warp pays only for pushing bytes into the LSU.
+        m = self.m
+        now = m.env.now
+        m.memory.write(now, op.bytes)
+        return m.env.timeout(w.cta.sm.lsu.serve(now, op.bytes) - now)
+
+    # -- cp.async groups (Ampere-style software pipelines) ---------------------------
+    def cp_async_copy(self, w: WarpState, i: int, op: CpAsync) -> None:
+        """The warp's share of an asynchronous global -> shared copy: timed like a thread
+        copy (LSU, L2/HBM), but the warp moves on and the copy joins its open group."""
+        m = self.m
+        first, done = self._global_to_shared(w, op)
+        done += m.timing.unit_stall()  # an asynchronous unit: perturbable like TMA
+        op_id = self.cp_async.new_op()
+        g = self.cp_async.of(w.cta, w.who)
+        g.issue(op_id)
+        lanes = THREADS[op.issuer]
+        seq = m.access(w, i, op.dst, "w", min(first, done), done, op.tile, w.tick(), lanes)
+        self.cp_async.seqs[op_id] = (seq,)
+        if lanes > 1:
+            self.lane_copies[op_id] = (resolve.slot(w, op.dst), seq)
+        m.at(done, lambda: g.complete(op_id, "done"))
+
+    def _lane_copies_known(self, w: WarpState, ids: list[int]) -> None:
+        """Each lane waited for its own copies: from here on they are lane writes."""
+        if self.lane_copies:
+            for op_id in ids:
+                lane = self.lane_copies.pop(op_id, None)
+                if lane is not None:
+                    w.lane_writes[lane[0]] = lane[1]

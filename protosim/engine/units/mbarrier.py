@@ -1,0 +1,180 @@
+"""mbarrier ops: init, arrive, expect_tx, arrive.expect_tx and the parity wait.
+
+The rules (when a phase completes, what is undefined) are the pure state machine of
+:mod:`protosim.ptx.mbarrier`; this unit applies its steps to a CTA's barrier cells at
+the replay's cycle, wakes waiters, and carries happens-before: every arrival joins the
+arriving warp's clock into the phase in progress, and a wait that passes learns what
+the phase it observed carried.  :meth:`MBarrierUnit.apply` is the one place a step is
+installed -- the TMA unit's ``complete_tx`` and the tensor core's ``tcgen05.commit``
+arrive through it too.
+"""
+
+from __future__ import annotations
+
+import simpy
+
+from protosim.engine import resolve
+from protosim.engine.order import join_into
+from protosim.engine.state import THREADS, BarrierCell, CtaState, Wakeup, WarpState
+from protosim.engine.units.base import Handler, Unit
+from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, Op, Wait
+from protosim.ptx import mbarrier as mb
+
+class MBarrierUnit(Unit):
+    name = "mbarrier"
+
+    def __init__(self, machine):
+        super().__init__(machine)
+        self.wait_began: dict[WarpState, int] = {}
+        """Phases a barrier had completed when a warp's blocked wait began."""
+
+    def handlers(self) -> dict[type[Op], Handler]:
+        a = self.arch
+        arrive_cost = lambda w, op: a.arrive_cycles  # noqa: E731
+        return {
+            MbarInit: Handler(lambda w, op: a.mbar_init_cycles, self.init),
+            Arrive: Handler(arrive_cost, self.arrive),
+            ExpectTx: Handler(arrive_cost, self.expect_tx),
+            ArriveExpectTx: Handler(arrive_cost, self.arrive_expect_tx),
+            # Without a skew a wait has no cost of its own before probing: skip the call.
+            Wait: Handler(self.wait_skew if self.m.perturbation.skew_cycles else None, self.wait, self.wait_woken),
+        }
+
+    # -- installing a step ---------------------------------------------------------
+    def apply(self, cta: CtaState, who: str, i: int, cell: BarrierCell, step: mb.Step, what: str) -> bool:
+        """Install an mbarrier step: trap on undefined behaviour (or, where the replay tolerates
+        it as silicon did, log it and install the state silicon showed), wake waiters on completion."""
+        m = self.m
+        u = step.undefined
+        if u is not None:
+            if u.after is None or not m.perturbation.tolerate_ub or u.kind not in mb.SILICON_TOLERATED_UB:
+                m.raise_trap(cta, who, i, cell.name, what, u.kind, u.detail, cell.state)
+                return False
+            m.log.emit(m.env.now, "ub", cta.index, who, i, ub=u.kind, target=cell.name, what=what,
+                       detail=u.detail, state=cell.state, after=u.after)
+            cell.state = u.after  # no phase completes; a re-init may flip the parity under waiters
+            self.wake(cell)
+            return True
+        cell.state = step.state
+        if step.phase_completed:
+            cell.last_clock, cell.last_seqs = cell.acc_clock, tuple(cell.acc_seqs)
+            cell.last_upto = tuple(cell.acc_upto.items()) if cell.acc_upto else ()
+            cell.acc_clock, cell.acc_seqs = None, []
+            if cell.acc_upto:
+                cell.acc_upto = {}
+            m.log.emit(m.env.now, "phase", cta.index, who, i, barrier=cell.name, completed=step.state.completed)
+            self.wake(cell)
+        return True
+
+    def wake(self, cell: BarrierCell) -> None:
+        """Wake the waiters whose parity now tests complete, with the last phase's news."""
+        if cell.waiters:
+            parity = cell.state.parity
+            keep = []
+            news = cell.news()
+            wake = self.m.timing.scale(self.arch.wake_cycles)
+            for p, ev in cell.waiters:
+                if p != parity:
+                    ev.fire_in(wake, news)
+                else:
+                    keep.append((p, ev))
+            cell.waiters = keep
+
+    # -- ops -----------------------------------------------------------------------
+    def init(self, w: WarpState, i: int, op: MbarInit) -> None:
+        cell = resolve.barrier(w.cta, op.barrier)
+        self.apply(w.cta, w.who, i, cell, mb.init(cell.state, cell.count), "init")
+
+    def _arrive_n(self, w: WarpState, i: int, op: Op, cell: BarrierCell, threads: int, fn) -> None:
+        """``threads`` separate arrive-ons (each thread's own), stopping at a trap.
+        Each carries the warp's clock into the phase it lands in (release).  When every
+        lane arrives, each releases its own stores: together, the stores all lanes made
+        since their last warp sync travel with the phase; one elected lane's arrive
+        carries none of them (the arrive event lists them as ``unreleased``)."""
+        clock = w.tick()
+        if threads > 1 and w.lane_writes:
+            cell.contribute(clock, tuple(w.lane_writes.values()))
+        else:
+            cell.contribute(clock)  # every thread of this warp carries the same clock
+        for _ in range(threads):
+            if not self.apply(w.cta, w.who, i, cell, fn(cell.state), op.kind):
+                return
+
+    def _log_arrive(self, w: WarpState, i: int, op: Op, cell: BarrierCell, count: int, threads: int) -> None:
+        """The arrive event; a single lane's arrive lists the lane writes it does not release."""
+        m = self.m
+        if threads == 1 and w.lane_writes:
+            m.log.emit(m.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use, count=count,
+                       completed=cell.state.completed, unreleased=tuple(w.lane_writes.values()))
+        else:
+            m.log.emit(m.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
+                       count=count * threads, completed=cell.state.completed)
+
+    def arrive(self, w: WarpState, i: int, op: Arrive) -> None:
+        cell = resolve.barrier(w.cta, op.barrier)
+        threads = THREADS[op.issuer]
+        self._log_arrive(w, i, op, cell, op.count, threads)
+        self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive(s, op.count))
+
+    def _log_expect(self, w: WarpState, i: int, op: ExpectTx | ArriveExpectTx, cell: BarrierCell, threads: int) -> None:
+        m = self.m
+        m.log.emit(m.env.now, "expect_tx", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
+                   bytes=op.bytes * threads, completed=cell.state.completed)
+
+    def expect_tx(self, w: WarpState, i: int, op: ExpectTx) -> None:
+        cell = resolve.barrier(w.cta, op.barrier)
+        threads = THREADS[op.issuer]
+        self._log_expect(w, i, op, cell, threads)
+        for _ in range(threads):  # not an arrival: no release, no clock
+            if not self.apply(w.cta, w.who, i, cell, mb.expect_tx(cell.state, op.bytes), op.kind):
+                return
+
+    def arrive_expect_tx(self, w: WarpState, i: int, op: ArriveExpectTx) -> None:
+        cell = resolve.barrier(w.cta, op.barrier)
+        threads = THREADS[op.issuer]
+        self._log_expect(w, i, op, cell, threads)
+        self._log_arrive(w, i, op, cell, 1, threads)
+        self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive_expect_tx(s, op.bytes))
+
+    def wait_skew(self, w: WarpState, op: Wait) -> float:
+        p = self.m.perturbation
+        hit = w.warp == p.skew_warp and (not p.skew_role or w.role_name == p.skew_role)
+        return p.skew_cycles if hit else 0.0
+
+    def wait(self, w: WarpState, i: int, op: Wait) -> simpy.Event | None:
+        """Probe the barrier at the warp's real time; block unless the parity's phase is done."""
+        m = self.m
+        cell = resolve.barrier(w.cta, op.barrier)
+        state = cell.state
+        if not state.initialized:
+            m.raise_trap(w.cta, w.who, i, op.barrier, "wait", "use_before_init",
+                         "try_wait on an mbarrier that was never initialized", state)
+            return None
+        if mb.test_wait_parity(state, op.parity):
+            w.debt += m.timing.scale(self.arch.wait_ready_cycles)
+            self._waited(w, i, op, m.env.now, state.completed, state.completed, cell.last_clock,
+                         cell.last_seqs, cell.last_upto, False)
+            return None
+        ev = Wakeup(m.env)
+        cell.waiters.append((op.parity, ev))
+        self.wait_began[w] = state.completed
+        m.block(w, i, op, "mbarrier", op.barrier, use=op.use, parity=op.parity)
+        return ev
+
+    def wait_woken(self, w: WarpState, i: int, op: Wait, news) -> None:
+        c_ret, clock, seqs, upto = news
+        begin = w.blocked[5]
+        self.m.unblocked(w)
+        self._waited(w, i, op, begin, self.wait_began.pop(w), c_ret, clock, seqs, upto, True)
+
+    def _waited(self, w: WarpState, i: int, op: Wait, begin: float, c0: int, c_ret: int,
+                clock, seqs, upto, blocked: bool) -> None:
+        if clock is not None:  # acquire: learn what the observed phase carried
+            join_into(w.clock, clock)
+        w.clock[w.g] += 1
+        # The wait event doubles as the observation of the accesses the phase carried:
+        # ``seqs`` one by one, ``upto`` as (thread, seq) -- all of that thread's MMA
+        # accesses up to seq (a tcgen05.commit tracks every earlier MMA of its thread).
+        self.m.log.emit(self.m.env.now + w.debt, "wait", w.cta.index, w.who, i, barrier=op.barrier, parity=op.parity,
+                        use=op.use, begin=begin, completed_begin=c0, completed_return=c_ret, blocked=blocked,
+                        tile=op.tile, k=op.k, seqs=seqs, upto=upto, warp=w.g, at=w.clock[w.g])

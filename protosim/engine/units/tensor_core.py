@@ -1,0 +1,177 @@
+"""The tensor core: ``tcgen05.mma`` and its commit, ``wgmma`` with its groups, ``mma.sync``.
+
+Each SM's tensor core is an in-order queue (:class:`protosim.engine.resources.MmaUnit`):
+an MMA occupies it for its issue-to-issue interval and completes ``tail`` cycles after.
+A ``tcgen05.commit`` arrives on its mbarrier once every MMA its thread issued before it
+has completed (PTX: all earlier MMAs, not only those since the last commit); a thread
+that issued none commits an empty group and arrives at once.  ``wgmma`` is
+``.sync.aligned``: it starts once every warp of the role has issued it, and joins every
+member warp's open wgmma group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import simpy
+
+from protosim.engine import resolve
+from protosim.engine.state import THREADS, CtaState, WarpState
+from protosim.engine.units.base import Handler, Unit
+from protosim.engine.units.groups import GroupTable
+from protosim.ir import Mma, MmaCommit, MmaSync, Op, Wgmma, WgmmaCommit, WgmmaWait
+from protosim.ptx import mbarrier as mb
+
+
+class MmaIssuers:
+    """A CTA's MMA-issuing threads, by name (``role.wN``), and its wgmma rendezvous."""
+
+    __slots__ = ("last_done", "last_seq", "lanes", "rendezvous")
+
+    def __init__(self) -> None:
+        self.last_done: dict[str, float] = {}
+        self.last_seq: dict[str, int] = {}
+        """Each thread's last MMA access seq: a tcgen05.commit covers all of that thread's MMA
+        accesses up to it (they complete in order), so a phase carries one number per thread."""
+        self.lanes: dict[str, int] = {}
+        """Lanes of each warp that issued MMAs (1, or 32 for an MMA every lane issued)."""
+        self.rendezvous: dict[tuple[int, int], list[Any]] = {}
+        """(role, op index) -> [warps arrived, event]: a wgmma waiting for its warpgroup."""
+
+
+class TensorCoreUnit(Unit):
+    name = "tensor_core"
+
+    def __init__(self, machine):
+        super().__init__(machine)
+        self.issuers: dict[CtaState, MmaIssuers] = {}
+        self.wgmma = GroupTable(machine, "wgmma_wait", shared=True)
+        self._shapes: dict[tuple[int, int, int], tuple[float, int]] = {}
+
+    def handlers(self) -> dict[type[Op], Handler]:
+        return {
+            Mma: Handler(self.issue_cost_of, self.mma),
+            MmaCommit: Handler(self.issue_cost, self.commit),
+            Wgmma: Handler(self.issue_cost_of, self.wgmma_issue, self.m.unblocked),
+            WgmmaWait: Handler(self.issue_cost, self.wgmma.wait, self.wgmma.woken),
+        }
+
+    def local(self):
+        return {WgmmaCommit: self.wgmma.commit, MmaSync: lambda w, op: self.shape(op)[0]}
+
+    def cta_started(self, cta: CtaState) -> None:
+        self.issuers[cta] = MmaIssuers()
+
+    def cta_finished(self, cta: CtaState) -> None:
+        self.wgmma.drop(cta)
+        del self.issuers[cta]  # a commit still in flight captured what it needs
+
+    def shape(self, op: Mma | Wgmma | MmaSync) -> tuple[float, int]:
+        """(occupancy, instructions) of an MMA tile op, computed once per shape."""
+        key = (op.m, op.n, op.k_elems)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = self.arch.mma_cycles(*key)
+        return shape
+
+    def issue_cost_of(self, w: WarpState, op: Mma | Wgmma) -> float:
+        return self.arch.mma_thread_issue_cycles * self.shape(op)[1]
+
+    # -- tcgen05 ---------------------------------------------------------------------
+    def mma(self, w: WarpState, i: int, op: Mma) -> None:
+        m = self.m
+        arch, timing = self.arch, m.timing
+        occupancy, _ = self.shape(op)
+        now = m.env.now
+        start, free, done = w.cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
+        st = self.issuers[w.cta]
+        key = w.who
+        if done > st.last_done.get(key, 0.0):
+            st.last_done[key] = done
+        lanes = THREADS[op.issuer]
+        m.log.emit(now, "issue", w.cta.index, w.who, i, what="mma", threads=lanes, tile=op.tile, k=op.k)
+        clock = w.tick()
+        seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, lanes, key) for acc in op.reads]
+        seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, lanes, key) for acc in op.writes]
+        if seqs:
+            st.last_seq[key] = seqs[-1]
+        if lanes > st.lanes.get(key, 0):
+            st.lanes[key] = lanes
+
+    def commit(self, w: WarpState, i: int, op: MmaCommit) -> None:
+        """``tcgen05.commit``, by each executing thread: a thread that issued MMAs arrives once
+        *all* its earlier MMAs completed (not only those since its last commit: PTX), one
+        that issued none committed an empty group and arrives at once."""
+        m = self.m
+        env = m.env
+        cta = w.cta
+        st = self.issuers[cta]
+        key = w.who
+        threads = THREADS[op.issuer]
+        busy = min(threads, st.lanes.get(key, 0))  # committing threads with MMAs; the rest commit empty groups
+        when = max(env.now, st.last_done.get(key, 0.0))
+        m.log.emit(env.now, "issue", cta.index, w.who, i, what="mma_commit", threads=threads,
+                   tile=op.tile, k=op.k, barrier=op.barrier, use=op.use)
+        clock = w.tick()
+        last = st.last_seq.get(key)
+        upto = (key, last) if last is not None else None
+
+        def arrive(n: int, empty: bool) -> None:
+            if m.trap:
+                return
+            cell = resolve.barrier(cta, op.barrier)
+            cell.contribute(clock, (), None if empty else upto)
+            if empty:
+                m.log.emit(env.now, "arrive", cta.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
+                           completed=cell.state.completed, who_issued=w.who, empty_groups=n)
+            else:
+                m.log.emit(env.now, "arrive", cta.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
+                           completed=cell.state.completed, who_issued=w.who)
+            for _ in range(n):
+                if not m.mbarrier.apply(cta, "mma", i, cell, mb.arrive(cell.state, 1), "tcgen05.commit"):
+                    return
+
+        if threads > busy:
+            m.at(env.now, lambda: arrive(threads - busy, True))
+        if busy:
+            m.at(when, lambda: arrive(busy, False))
+
+    # -- wgmma -----------------------------------------------------------------------
+    def wgmma_issue(self, w: WarpState, i: int, op: Wgmma) -> simpy.Event | None:
+        """``.sync.aligned``: the MMA starts once every warp of the role has issued it."""
+        m = self.m
+        env, arch, timing = m.env, self.arch, m.timing
+        cta = w.cta
+        rendezvous = self.issuers[cta].rendezvous
+        key = (w.role, i)
+        rv = rendezvous.get(key)
+        if rv is None:
+            rv = rendezvous[key] = [0, env.event()]
+        rv[0] += 1
+        if rv[0] < w.warps:
+            m.block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
+            return rv[1]
+        del rendezvous[key]
+        occupancy, insts = self.shape(op)
+        # The issuing warps build two smem descriptors per instruction between wgmmas; on
+        # silicon that lengthens every instruction's slot (arch: wgmma_issue_overhead).
+        occupancy += arch.wgmma_issue_overhead * insts
+        now = env.now
+        start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
+        op_id = self.wgmma.new_op()
+        m.log.emit(now, "issue", cta.index, w.who, i, what="wgmma", threads=32 * w.warps, tile=op.tile, k=op.k)
+        clock = w.tick()
+        seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, 32) for acc in op.reads]
+        seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, 32) for acc in op.writes]
+        members = [self.wgmma.of(cta, f"{w.role_name}.w{j}") for j in range(w.warps)]
+        self.wgmma.seqs[op_id] = tuple(seqs)
+        for g in members:  # every warp of the group now tracks it
+            g.issue(op_id)
+
+        def finish() -> None:
+            for g in members:
+                g.complete(op_id, "done")
+
+        m.at(done, finish)
+        rv[1].succeed(op_id)
+        return None

@@ -36,7 +36,8 @@ empty wait), ``consumer_delay_ns`` in thread 0 before each wgmma; ``lag_warp`` /
 ``lag_ns`` sleep before each *consumer* full wait (the kernel's producer calls no
 ``lag()``; ``lag_warp`` is one of warps 0-3).
 
-Logical tags come from the loop structure, not from the parities: the n-th load into
+Logical tags come from the loop structure, not from the parities -- the ring is one
+:class:`protosim.pipeline.Pipeline` over both roles, which counts them: the n-th load into
 stage s (in the producer's program order) is use n of ``tma_bar[s]``; the n-th read of
 stage s (consumer order) waits for that same use, and its release is use n of
 ``empty_bar[s]``; the producer's wait before its n-th load into stage s waits for the
@@ -51,18 +52,17 @@ extra ``tcgen05.commit`` onto a barrier the epilogue waits on, which no kernel h
 from __future__ import annotations
 
 from protosim.arch import load_profile
-from protosim.builders.seed_gemm import _Cta, _gc_paused, _Ring, _storage, persistent_tiles
+from protosim.builders.gemm_cta import MMA_BAR, GemmCta, storage, tma_bar
+from protosim.builders.seed_gemm import persistent_tiles
 from protosim.config import ConfigError, GemmConfig
+from protosim.gcpause import gc_paused
 from protosim.ir import BarrierDecl, CtaProgram, CtaSync, Fence, Op, RoleDecl, Schedule
+from protosim.pipeline import Pipeline, PipelineState
 
 MMA_ROLE = "mma"  # kernels/spec.py ROLE_NAMES[0]
 PRODUCER_ROLE = "producer"  # ROLE_NAMES[1]
 CONSUMER_WARPS = 4
 PRODUCER_WARPS = 1
-
-
-def tma_bar(stage: int) -> str:
-    return f"tma_bar[{stage}]"
 
 
 def empty_bar(stage: int) -> str:
@@ -87,37 +87,38 @@ def grid_ctas(cfg: GemmConfig, sm_count: int) -> int:
     return min(cfg.sm_count or sm_count, cfg.m_tiles * cfg.n_tiles)
 
 
-def _producer(p: _Cta, tiles: list[tuple[int, int]]) -> None:
-    """Warp 4: wait until the MMA released a stage, refill it."""
+def _producer(p: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
+    """Warp 4: wait until the MMA released a stage, refill it.  ``skip_mma_phase_flip``:
+    the code passes its start parity every time."""
     cfg = p.cfg
     p.ops += [Fence(fence="mbarrier_init"), CtaSync()]
-    ring = _Ring(cfg.PIPE_DEPTH, phase=1, flip=not cfg.skip_mma_phase_flip)
+    start = PipelineState.producer_start(cfg.PIPE_DEPTH)
+    put = start
     for tile in tiles:
-        if cfg.reset_phase_per_tile:
-            ring = _Ring(cfg.PIPE_DEPTH, phase=1, flip=not cfg.skip_mma_phase_flip)
+        if cfg.reset_phase_per_tile:  # the code restarts; the pipeline's counts (the intent) do not
+            put = start
         for k in range(cfg.k_tiles):
-            stage = ring.index
-            loads = p.uses.get(tma_bar(stage), 0)  # loads into this stage so far
-            p.wait(empty_bar(stage), ring.phase, loads - 1, "mma", tile, k, lag=False)
-            p.tma_load(stage, tile, k)
-            ring.advance()
+            parity = start.phase if cfg.skip_mma_phase_flip else put.phase
+            p.wait(ring.producer_acquire, put, "mma", tile, k, parity=parity, lag=False)
+            p.tma_load(ring, put, tile, k)
+            put = put.advance()
     p.ops.append(CtaSync())
 
 
-def _consumer(c: _Cta, tiles: list[tuple[int, int]], barrier_names: list[str]) -> None:
+def _consumer(c: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]], barrier_names: list[str]) -> None:
     """Warps 0-3: wait for a full stage, multiply, release it; epilogue per tile."""
     cfg = c.cfg
     c.prologue(barrier_names)
-    ring = _Ring(cfg.PIPE_DEPTH)
+    start = PipelineState.consumer_start(cfg.PIPE_DEPTH)
+    get = start
     for tile in tiles:
         if cfg.reset_phase_per_tile:
-            ring = _Ring(cfg.PIPE_DEPTH)
+            get = start
         for k in range(cfg.k_tiles):
-            stage = ring.index
-            reads = c.uses.get(empty_bar(stage), 0)  # reads of this stage so far (each one released it)
-            c.wait(tma_bar(stage), ring.phase, reads, "tma", tile, k)
-            c.mma(stage, tile, k, barrier=empty_bar(stage))
-            ring.advance()
+            c.wait(ring.consumer_wait, get, "tma", tile, k)
+            c.mma(get.index, tile, k)
+            ring.consumer_release(get, tile=tile, k=k)
+            get = get.advance()
         c.store_tma(tile, cta_wide=False)
     c.teardown()
 
@@ -128,14 +129,16 @@ def build_ws(cfg: GemmConfig) -> Schedule:
     check(cfg, arch.mma_kind)
     depth = cfg.PIPE_DEPTH
     # mbarrier.init order of the kernel: full[s], empty[s] for each stage, then mma_bar
-    init_order = [name for s in range(depth) for name in (tma_bar(s), empty_bar(s))] + ["mma_bar"]
-    barriers, buffers = _storage(cfg, arch, depth, True)
+    init_order = [name for s in range(depth) for name in (tma_bar(s), empty_bar(s))] + [MMA_BAR]
+    barriers, buffers = storage(cfg, arch, depth, True)
     barriers += tuple(BarrierDecl(empty_bar(s), 1) for s in range(depth))
     ctas = []
     for i, tiles in enumerate(persistent_tiles(cfg.m_tiles, cfg.n_tiles, grid_ctas(cfg, arch.sm_count), cfg.l2_group_size)):
-        c, p = _Cta(cfg, arch, 0), _Cta(cfg, arch, 0)  # one op stream per role (the step number is unused)
-        _consumer(c, tiles, init_order)
-        _producer(p, tiles)
+        c, p = GemmCta(cfg, arch), GemmCta(cfg, arch)  # one op stream per role
+        ring = Pipeline([tma_bar(s) for s in range(depth)], [empty_bar(s) for s in range(depth)],
+                        producer=p.ops.append, consumer=c.ops.append)
+        _consumer(c, ring, tiles, init_order)
+        _producer(p, ring, tiles)
         roles: tuple[tuple[Op, ...], ...] = (tuple(c.ops), tuple(p.ops))
         ctas.append(CtaProgram(i, roles))
     return Schedule(
@@ -149,4 +152,4 @@ def build_ws(cfg: GemmConfig) -> Schedule:
     )
 
 
-BUILDERS = {"hgemm_ws": _gc_paused(build_ws)}
+BUILDERS = {"hgemm_ws": gc_paused()(build_ws)}  # hundreds of thousands of frozen ops: keep the collector out

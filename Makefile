@@ -41,10 +41,10 @@ bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_engine.py
 
 kernels: $(VENV)/.installed-kernels
-	$(PY) -m kernels.build --plan silicon --bundle .gpu
+	$(PY) -m kernels.toolchain.build --plan silicon --bundle .gpu
 
 silicon: $(VENV)/.installed
-	$(PY) -m kernels.report
+	$(PY) -m kernels.report.gemm
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -239,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
     cp = ccsub.add_parser("plan", help="draw configs, predict their outcome sets, write the GPU job list",
                           description="Draw N distinct configs from protosim.strategies (seeded), replay each on the simulator "
                                       "(nominal + perturbations; delayed configs nominal only) and write OUT (cases and "
-                                      "predictions) and OUT's .jobs.json (the kernels.build / kernels.run job list).")
+                                      "predictions) and OUT's .jobs.json (the kernels.toolchain.build / kernels.runner.gemm job list).")
     cp.add_argument("-n", type=_positive("-n", 1, 100_000), default=200, help="configs to draw (default 200)")
     cp.add_argument("--seed", type=_positive("--seed", 0), default=0, help="Hypothesis seed (default 0)")
     cp.add_argument("--steps", default="v2,v3,v4,v5,v6,ws", help="steps to draw from (default all: v2,v3,v4,v5,v6,ws)")
@@ -250,9 +250,9 @@ def _parser() -> argparse.ArgumentParser:
     cp.add_argument("--build", action="store_true", help="then build the kernels into --bundle (needs apache-tvm and nvcc)")
     cp.add_argument("--bundle", type=Path, default=Path(".gpu"), help="bundle folder for --build (default .gpu)")
     cr = ccsub.add_parser("report", help="judge silicon launch records against the simulator's predictions",
-                          description="Group launch records (kernels.run JSON lines) by config, predict each config's outcome "
+                          description="Group launch records (kernels.runner.gemm JSON lines) by config, predict each config's outcome "
                                       "set with the current simulator, and judge every launch. Exit 0 when all agree, 1 otherwise.")
-    cr.add_argument("records", type=Path, nargs="+", help="kernels.run JSON-lines files")
+    cr.add_argument("records", type=Path, nargs="+", help="kernels.runner.gemm JSON-lines files")
     cr.add_argument("--runs", type=_positive("--runs", 1, 10_000), default=8, help="replays per config without delays (default 8)")
     cr.add_argument("--max-ops", type=_positive("--max-ops"), default=60_000,
                     help="refuse outcome records whose config replays more ops than this (default 60,000; the "
@@ -406,16 +406,16 @@ def _cmd_crosscheck(args) -> int:
                  + ", ".join(f"{k} {v}" for k, v in sets.most_common()),
                  f"wrote {args.out} and {jobs_path} ({sum(j['launches'] for j in jobs)} launches, "
                  f"{sum(j['may_fault'] for j in jobs)} configs get a process per launch)"]
-        build = [sys.executable, "-m", "kernels.build", "--plan-file", str(jobs_path), "--bundle", str(args.bundle)]
+        build = [sys.executable, "-m", "kernels.toolchain.build", "--plan-file", str(jobs_path), "--bundle", str(args.bundle)]
         if args.build:
             _out("\n".join(lines))
             rc = subprocess.run(build, check=False).returncode
             if rc:
-                return _fail(f"kernels.build failed (exit {rc}); run `{' '.join(build)}` from the repository root to see why")
+                return _fail(f"kernels.toolchain.build failed (exit {rc}); run `{' '.join(build)}` from the repository root to see why")
             lines = []
         else:
             lines.append("next: " + " ".join(build[1:]))
-        lines.append(f"then on the GPU: python -m kernels.run --bundle {args.bundle} --out OUT.jsonl --commit <sha>  (docs/crosscheck.md)")
+        lines.append(f"then on the GPU: python -m kernels.runner.gemm --bundle {args.bundle} --out OUT.jsonl --commit <sha>  (docs/crosscheck.md)")
         lines.append("then: protosim crosscheck report OUT.jsonl --plan " + str(args.out))
         _out("\n".join(lines))
         return OK

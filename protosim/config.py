@@ -37,7 +37,7 @@ Launch condition:
 ``l2_at_launch``
     ``"cold"``: nothing the kernel reads is in L2 when it starts (first touches come
     from DRAM).  ``"inputs"``: A and B were written just before the launch (then D),
-    so they start in L2 as far as they fit -- what ``kernels.run`` does unless told
+    so they start in L2 as far as they fit -- what ``kernels.runner.gemm`` does unless told
     to flush.  On the H200 this decides the ws phase-reset race (docs/crosscheck.md).
 """
 

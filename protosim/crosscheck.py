@@ -4,7 +4,7 @@ For a :class:`~protosim.strategies.Case` the simulator predicts the *set* of
 outcomes a GPU may show (:func:`predict`: the nominal replay plus seeded timing
 perturbations; for a config with explicit delays the perturbations also stretch
 and shrink every ``nanosleep`` within PTX's [0, 2t], because the H200 does).  A
-silicon launch record (``kernels.run``'s JSON line) becomes an :class:`Observed`
+silicon launch record (``kernels.runner.gemm``'s JSON line) becomes an :class:`Observed`
 in the simulator's words: a watchdog ``timeout`` is a ``deadlock``.  :func:`agree`
 then decides, with the reason spelled out: the observed kind must be in the
 predicted set; wrong tiles must be among the tiles some replay found wrong; a
@@ -66,7 +66,7 @@ class Observed:
 
 def case_of(record: dict[str, Any]) -> Case:
     """The case a launch record ran: its step and config with its delays and L2 state
-    applied.  ``kernels.run`` has always written the inputs just before the launch, so a
+    applied.  ``kernels.runner.gemm`` has always written the inputs just before the launch, so a
     record says ``flushed`` only when the run evicted them (``--l2 flush``)."""
     l2 = "cold" if record.get("l2_at_launch") == "flushed" else "inputs"
     return Case(record["step"], GemmConfig.from_dict({**record["config"], **record.get("delays", {}), "l2_at_launch": l2}))
@@ -281,7 +281,7 @@ def _observed_label(o: Observed) -> str:
 
 
 class RecordError(ValueError):
-    """A launch-records file that is not what ``kernels.run`` writes; names file and line."""
+    """A launch-records file that is not what ``kernels.runner.gemm`` writes; names file and line."""
 
 
 RECORD_MAX_OPS = 60_000
@@ -292,7 +292,7 @@ BENCH_MAX_OPS = 2_000_000
 
 
 def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[str, Any]]:
-    """Every launch record of ``paths`` (``kernels.run`` JSON lines), each checked the way
+    """Every launch record of ``paths`` (``kernels.runner.gemm`` JSON lines), each checked the way
     :func:`compare_many` will read it -- its case (step, config, delays, L2 state) and its
     observed outcome -- so a malformed line is refused before any replay.  ``max_ops``
     bounds an outcome record's config (bench records: :data:`BENCH_MAX_OPS`)."""
@@ -301,12 +301,12 @@ def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[
     for path in paths:
         try:
             if not path.is_file():  # a directory, a FIFO, a device
-                raise RecordError(f"{path}: not a regular file; give kernels.run JSON-lines files")
+                raise RecordError(f"{path}: not a regular file; give kernels.runner.gemm JSON-lines files")
             text = path.read_bytes().decode("utf-8")
         except OSError as e:
             raise RecordError(f"{path}: cannot read it ({e.strerror})") from None
         except UnicodeDecodeError as e:
-            raise RecordError(f"{path}: not UTF-8 text (byte {e.start}); give kernels.run JSON-lines files") from None
+            raise RecordError(f"{path}: not UTF-8 text (byte {e.start}); give kernels.runner.gemm JSON-lines files") from None
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -318,10 +318,10 @@ def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[
             except RecursionError:
                 raise RecordError(f"{where}: nested too deeply to be a launch record") from None
             if not isinstance(r, dict):
-                raise RecordError(f"{where}: a launch record is a JSON object; give kernels.run JSON-lines files")
+                raise RecordError(f"{where}: a launch record is a JSON object; give kernels.runner.gemm JSON-lines files")
             kind = r.get("kind", "outcome")
             if kind not in ("outcome", "bench", "trace"):
-                raise RecordError(f"{where}: kind {kind!r}; kernels.run writes outcome, bench or trace records")
+                raise RecordError(f"{where}: kind {kind!r}; kernels.runner.gemm writes outcome, bench or trace records")
             if kind == "outcome" or (kind == "bench" and r.get("outcome") == "correct"):
                 limit = max_ops if kind == "outcome" else max(max_ops, BENCH_MAX_OPS)
                 _check_record(r, where, limit, built)
@@ -335,7 +335,7 @@ def _check_record(r: dict[str, Any], where: str, max_ops: int, built: set[str]) 
     if not isinstance(r.get("config"), dict) or not isinstance(r.get("delays", {}), dict):
         raise RecordError(f"{where}: config and delays must be objects of GemmConfig fields")
     if r.get("outcome") not in SILICON_KIND:
-        raise RecordError(f"{where}: outcome {r.get('outcome')!r}; kernels.run writes one of {', '.join(SILICON_KIND)}")
+        raise RecordError(f"{where}: outcome {r.get('outcome')!r}; kernels.runner.gemm writes one of {', '.join(SILICON_KIND)}")
     try:
         case = case_of(r)
         if r.get("kind", "outcome") == "outcome":
@@ -345,7 +345,7 @@ def _check_record(r: dict[str, Any], where: str, max_ops: int, built: set[str]) 
     except ConfigError as e:
         raise RecordError(f"{where}: config.{e.field}: {e.message}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field of the wrong shape
-        raise RecordError(f"{where}: not a kernels.run launch record ({type(e).__name__}: {e})") from None
+        raise RecordError(f"{where}: not a kernels.runner.gemm launch record ({type(e).__name__}: {e})") from None
     ops = estimate_ops(case.builder, case.config, load_profile(case.config.arch).sm_count)
     if ops > max_ops:
         raise RecordError(f"{where}: its config would replay ~{ops:,} ops, more than {max_ops:,}; pass --max-ops {ops}")
@@ -403,7 +403,7 @@ def draw_cases(n: int, seed: int = 0, **strategy_args) -> list[Case]:
 
 
 def job_for(case: Case, pred: Prediction | None, launches: int = 3) -> dict[str, Any]:
-    """The ``kernels.build`` / ``kernels.run`` job (``Job.to_dict`` form) that runs ``case``:
+    """The ``kernels.toolchain.build`` / ``kernels.runner.gemm`` job (``Job.to_dict`` form) that runs ``case``:
     delays are launch arguments and the L2 state a launch condition, so they leave the
     binary's config for the job's ``delays`` and ``l2_at_launch``.
     A case the simulator says may fault gets a process per launch (``may_fault``)."""

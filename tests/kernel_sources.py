@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from kernels.sources import ERROR
+from kernels.toolchain.sources import ERROR
 
 
 def source(built: dict[str, str], key: str) -> str:

@@ -2,7 +2,7 @@
 CUDA in the one place it should.  The GPU verdicts are in results/silicon/ (see
 test_silicon_results.py); here we check the code that produced them.
 
-Builds run in child processes (kernels.sources): a build needs the stub
+Builds run in child processes (kernels.toolchain.sources): a build needs the stub
 libcuda.so.1 on the loader path from process start.
 """
 
@@ -19,7 +19,7 @@ if shutil.which("nvcc") is None:
 
 from kernel_sources import body, source
 
-from kernels.sources import build_in_children
+from kernels.toolchain.sources import build_in_children
 from kernels.spec import KernelSpec, check, smem_bytes
 from protosim.config import ConfigError, GemmConfig
 
@@ -173,7 +173,7 @@ def test_trace_adds_an_observer_warp_that_never_arrives(built):
 
 
 def test_trace_of_a_bug_is_refused():
-    from kernels import hopper
+    from kernels.tirx import hopper
 
     with pytest.raises(ConfigError) as err:
         hopper.build(KernelSpec("v5", GemmConfig(arch="h200", **dict(GRID, skip_mma_phase_flip=True)), trace=True))

@@ -6,7 +6,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="torch is the GPU runner's dependency, not the simulator's; install torch==2.13.0 to run this")
 
-from kernels.run import REL_TOL, _tile_errors
+from kernels.runner.gemm import REL_TOL, _tile_errors
 
 
 def test_tile_errors_name_exactly_the_corrupted_tiles():
@@ -28,7 +28,7 @@ def test_fp16_rounding_alone_is_not_wrong():
 
 
 def test_trace_summary_pairs_events_of_the_same_k_tile():
-    from kernels.run import _trace_summary
+    from kernels.runner.gemm import _trace_summary
 
     rows = torch.tensor([[1, 0, 100, 0], [1, 1, 150, 0], [7, 0, 700, 0], [7, 1, 900, 0], [2, 0, 720, 0],
                          [3, 0, 730, 0], [4, 0, 1730, 0], [8, 0, 1750, 0]], dtype=torch.int64)

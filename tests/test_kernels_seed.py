@@ -1,9 +1,9 @@
-"""The seed article's six GEMM steps (kernels/seed_sm100.py) build for sm_100a
+"""The seed article's six GEMM steps (kernels/tirx/seed_sm100.py) build for sm_100a
 on the released TIRx, and the generated CUDA has what each step is about.
 
 Builds need the stub ``libcuda.so.1`` on ``LD_LIBRARY_PATH`` *at process start*
 (shared/docs/DEVICE.md), which this pytest process may not have.  So every
-build runs in child processes started with ``kernels.toolchain.env_for_subprocess()``;
+build runs in child processes started with ``kernels.toolchain.compiler.env_for_subprocess()``;
 one module-scoped fixture builds all (step, config) pairs once, split over two
 children, and hands the CUDA sources to the tests.
 """
@@ -23,7 +23,7 @@ if shutil.which("nvcc") is None:
 
 from kernel_sources import body, source
 
-from kernels.sources import build_in_children
+from kernels.toolchain.sources import build_in_children
 from protosim.config import ConfigError, GemmConfig
 
 REPO = Path(__file__).resolve().parents[1]
@@ -210,7 +210,7 @@ def test_correctness_fences_added(built, step):
     ],
 )
 def test_unbuildable_configs_raise_config_error(step, cfg, field):
-    from kernels.seed_sm100 import SEED_STEPS
+    from kernels.tirx.seed_sm100 import SEED_STEPS
 
     with pytest.raises(ConfigError) as info:
         SEED_STEPS[step](GemmConfig(**cfg))

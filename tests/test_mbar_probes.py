@@ -1,8 +1,8 @@
 """The mbarrier probes: (a) each compiles for sm_90a here and lowers to the PTX its ops
 name; (b) the silicon-vs-model comparison agrees with the PTX rule and catches a flipped
 observation; (c) every recorded H200 run agrees with the model or is a documented
-known difference.  The probes and the model side: protosim/ptx/probes.py; the kernels
-and the CLI: kernels/mbar_probes.py."""
+known difference.  The probes and the model side: protosim/ptx/probes.py; the kernels:
+kernels/tirx/mbar_probes.py; build, run and compare: kernels/{toolchain,runner,report}/mbar_probes.py."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def built(tmp_path_factory) -> dict[str, str]:
     pytest.importorskip("tvm")
     if shutil.which("nvcc") is None:
         pytest.skip("nvcc is not on PATH: the CUDA toolkit is needed to build sm_90a kernels")
-    from kernels.sources import build_in_children
+    from kernels.toolchain.sources import build_in_children
 
     jobs = {p.name: {"family": "probe", "probe": p.name} for p in P.PROBES}
     return build_in_children(jobs, tmp_path_factory.mktemp("probes"))
@@ -166,25 +166,26 @@ def test_incomplete_record_is_inconclusive_and_raw_words_decode_unsigned():
 
 
 def test_compare_cli_table_and_json(tmp_path, capsys):
-    from kernels.mbar_probes import main
+    from kernels.report.mbar_probes import main
 
     f = tmp_path / "r.jsonl"
     f.write_text("".join(json.dumps({**P.synthetic_record(p), "launch": 0}) + "\n" for p in P.PROBES))
-    assert main(["compare", str(f)]) == 0
+    assert main([str(f)]) == 0
     out = capsys.readouterr().out
     assert [c.strip() for c in out.splitlines()[0].split(" | ")] == ["probe", "rule", "silicon", "model", "agree"]
     assert [line.rsplit(" | ", 1)[1] for line in out.splitlines()[2:]] == ["agree"] * len(P.PROBES)
-    assert main(["compare", str(f), "--json"]) == 0
+    assert main([str(f), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {r["probe"] for r in rows} == set(P.BY_NAME) and all(r["verdict"] == "agree" for r in rows)
 
 
 def test_run_without_a_gpu_exits_2_with_one_message(tmp_path, monkeypatch, capsys):
-    import kernels.mbar_probes as M
+    import kernels.runner.mbar_probes as M
+    from kernels.runner import launch
 
-    monkeypatch.setattr(M, "_have_gpu", lambda: False)
+    monkeypatch.setattr(launch, "have_gpu", lambda: False)
     (tmp_path / "manifest.json").write_text(json.dumps({"kind": "mbar_probes", "probes": []}))
-    assert M.main(["run", "--bundle", str(tmp_path), "--out", str(tmp_path / "o.jsonl")]) == 2
+    assert M.main(["--bundle", str(tmp_path), "--out", str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no NVIDIA GPU" in err[0]
     assert not (tmp_path / "o.jsonl").exists()
@@ -194,7 +195,7 @@ def test_run_without_a_gpu_exits_2_with_one_message(tmp_path, monkeypatch, capsy
 
 
 def _recorded() -> list[tuple[str, dict]]:
-    from kernels.mbar_probes import load_records
+    from kernels.report.mbar_probes import load_records
 
     return load_records(sorted(RESULTS.glob("*.jsonl")))
 
@@ -208,7 +209,7 @@ def test_every_recorded_run_agrees_or_is_a_known_difference():
     rows = _recorded()
     if not rows:
         pytest.skip(f"no H200 probe runs recorded under {RESULTS.relative_to(RESULTS.parents[2])}/ yet "
-                    "(python -m kernels.mbar_probes run --bundle .gpu/probes --out results/silicon/mbar_probes/<date>_h200_<commit>.jsonl)")
+                    "(python -m kernels.runner.mbar_probes --bundle .gpu/probes --out results/silicon/mbar_probes/<date>_h200_<commit>.jsonl)")
     bad = []
     for where, r in rows:
         missing = [k for k in ("schema", "time", "commit", "gpu", "driver", "torch", "cuda", "probe", "ops", "outcome") if k not in r]

@@ -2,7 +2,7 @@
 current simulator (no GPU), must lie in the outcome set the simulator predicts for
 its config -- or match it exactly when the config has explicit delays.
 
-The records are results/silicon/*.jsonl (kernels.run's launch records, append-only
+The records are results/silicon/*.jsonl (kernels.runner.gemm's launch records, append-only
 evidence).  A disagreement the simulator cannot yet explain away is listed in
 ``KNOWN_DISAGREEMENTS`` with its diagnosis; such an entry must keep disagreeing,
 so fixing the model forces the entry out.

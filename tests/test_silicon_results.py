@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernels.plans import PLANS, Job
-from kernels.run import plan_tasks
+from kernels.runner.gemm import plan_tasks
 from kernels.spec import BARRIER_NAMES, ROLE_NAMES
 from protosim.config import GemmConfig
 
@@ -104,7 +104,7 @@ def test_runner_without_a_gpu_says_so_and_records_nothing(tmp_path):
     job = PLANS["smoke"]()[0]
     (bundle / "manifest.json").write_text(json.dumps([dict(job.to_dict(), name=job.spec.name, key=job.spec.key, so="kernels/x.so")]))
     out = tmp_path / "r.jsonl"
-    res = subprocess.run([sys.executable, "-m", "kernels.run", "--bundle", str(bundle), "--out", str(out)],
+    res = subprocess.run([sys.executable, "-m", "kernels.runner.gemm", "--bundle", str(bundle), "--out", str(out)],
                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300)
     assert res.returncode == 2
     assert "cannot start the GPU runtime" in res.stderr and "nothing was run" in res.stderr

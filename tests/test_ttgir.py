@@ -160,7 +160,7 @@ def test_triton_runs_on_the_h200_were_recorded_correct():
 
 
 def test_edited_ttgir_runs_on_the_h200_match_the_findings():
-    """Silicon's record of Triton's own kernel and the seeded edits (kernels/triton_ttgir_run.py)."""
+    """Silicon's record of Triton's own kernel and the seeded edits (kernels/triton/ttgir_run.py)."""
     path = RESULTS / "triton" / "2026-11-29_h200_ttgir_edits_1c80f3e.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     seen: dict[str, set[str]] = {}

@@ -1,4 +1,4 @@
-"""The ws builder (``hgemm_ws``) mirrors kernels/hopper.py's warp-specialized kernel:
+"""The ws builder (``hgemm_ws``) mirrors kernels/tirx/hopper.py's warp-specialized kernel:
 its barriers and roles, its loop order, the one place each knob acts, the parities it
 passes, and the verdicts that follow from them."""
 

@@ -1,7 +1,7 @@
 """Differential microtests of the mbarrier model: what each probe does, what the model predicts.
 
 A *probe* is a short, straight-line sequence of mbarrier operations executed by one
-thread of one CTA (``kernels/mbar_probes.py`` turns it into a TIRx kernel for the
+thread of one CTA (``kernels/tirx/mbar_probes.py`` turns it into a TIRx kernel for the
 H200).  The same sequence drives :mod:`protosim.ptx.mbarrier`, so the model's
 prediction and the silicon's observation come from one definition.  This module is
 pure (no tvm, no torch): the GPU runner, the comparison CLI and the tests all read it.

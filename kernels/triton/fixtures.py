@@ -2,7 +2,7 @@
 made of it: TTGIR text and the compiled kernel's metadata JSON, per variant; run the
 variants the GPU can run and append one JSON line per launch.
 
-    python -m kernels.triton_fixtures --out DIR --results FILE.jsonl
+    python -m kernels.triton.fixtures --out DIR --results FILE.jsonl
 
 Runs where Triton is installed (it ships with torch on the H200 machine).  The seed
 (../shared/seeds/004_*.txt) compiled a 64x32 @ 32x64 fp16 matmul with num_stages=2

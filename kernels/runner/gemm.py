@@ -1,14 +1,14 @@
 """Run a bundle's jobs on the GPU and append one JSON line per launch.
 
-    python -m kernels.run --bundle .gpu --out results.jsonl
+    python -m kernels.runner.gemm --bundle .gpu --out results.jsonl
 
-The parent process never touches CUDA.  It hands the job list to a child
-process that runs the launches in order and appends a record after each; a
-kernel fault ("unspecified launch failure") poisons the CUDA context for the
-rest of a process (DEVICE.md), so the child records the fault and exits, and
-the parent starts a fresh child at the next launch.  Jobs marked ``may_fault``
-get a child of their own per launch.  A child that outlives ``--child-timeout``
-is killed and its launch recorded as a host-side ``timeout``.
+The bundle is what ``kernels.toolchain.build`` wrote.  Launches run in child
+processes through :mod:`kernels.runner.launch` (the parent never touches CUDA): one
+child runs the launches in order and appends a record after each; after a kernel
+fault it records the fault and exits, and a fresh child goes on at the next launch.
+Jobs marked ``may_fault`` get a child of their own per launch.  A child that
+outlives ``--child-timeout`` is killed and its launch recorded as a host-side
+``timeout``.
 
 Every launch draws fresh random inputs (never zeros) and fills D with NaN, so a
 tile nobody wrote is wrong; the reference is fp32 through torch.  The inputs are
@@ -23,53 +23,22 @@ says which: ``l2_at_launch`` is ``inputs`` or ``flushed``.  Outcomes:
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
-from .spec import BARRIER_NAMES, DIAG_FIELDS, DIAG_WORDS, ROLE_NAMES, TRACE_CAP, TRACE_EVENTS, grid_ctas
+from ..spec import BARRIER_NAMES, DIAG_FIELDS, DIAG_WORDS, ROLE_NAMES, TRACE_CAP, TRACE_EVENTS, grid_ctas
+from . import launch as L
 
 REL_TOL = 1e-2
 """A tile is wrong when max|D - ref| > REL_TOL * max|ref| over the tile (fp16 output
 rounding is ~5e-4 relative; a stale or missing k-tile moves a tile by >> 1%)."""
+PROG = "kernels.runner.gemm"
 DEFAULT_TIMEOUT_CYCLES = 100_000_000  # ~50 ms at the H200's 1.98 GHz boost clock: >> any correct wait here
 
 
 # ----------------------------------------------------------------------------- child side
-
-
-def _setup_runtime(bundle: Path):
-    """Runtime-only tvm (DEVICE.md): CUDA through torch first, then tvm, then the CUDA runtime library."""
-    import torch
-
-    torch.zeros(1, device="cuda")
-    os.environ["TVM_USE_RUNTIME_LIB"] = "1"
-    import tvm
-
-    ctypes.CDLL(str(Path(tvm.__file__).parent / "lib" / "libtvm_runtime_cuda.so"), mode=ctypes.RTLD_GLOBAL)
-    return torch, tvm
-
-
-def environment() -> dict:
-    import torch
-
-    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda}
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
-        env["driver"] = out.stdout.strip().splitlines()[0] if out.stdout.strip() else None
-    except (OSError, subprocess.TimeoutExpired):
-        env["driver"] = None
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        env["tvm_ffi"] = version("apache-tvm-ffi")
-    except PackageNotFoundError:
-        env["tvm_ffi"] = None
-    return env
 
 
 def _tile_errors(torch, d, ref, bm: int, bn: int) -> tuple[list[list[int]], float]:
@@ -151,7 +120,7 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str =
         end.record()
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001  (any error from the launch or its synchronisation is the kernel's fault)
-        record.update(outcome="fault", fault=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+        record.update(outcome="fault", fault=L.fault_text(exc))
         return record
     record["elapsed_ms"] = round(start.elapsed_time(end), 4)
     words = diag.cpu().tolist()
@@ -211,12 +180,11 @@ def run_bench(torch, fn, job: dict, reps: int = 20) -> dict:
 
 
 def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: int, meta: dict) -> int:
-    try:
-        torch, tvm = _setup_runtime(bundle)
-    except Exception as exc:  # noqa: BLE001  (no GPU, no torch, no tvm runtime: say which, run nothing)
-        print(f"kernels.run: cannot start the GPU runtime: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return SETUP_FAILED
-    meta = {**meta, **environment(), "tvm": getattr(tvm, "__version__", None)}
+    runtime = L.start_child_runtime(PROG, lambda tvm: tvm)
+    if runtime is None:
+        return L.SETUP_FAILED
+    torch, env, tvm = runtime
+    meta = {**meta, **env}
     manifest = json.loads((bundle / "manifest.json").read_text())
     loaded: dict[str, object] = {}
     with out.open("a") as f:
@@ -230,14 +198,14 @@ def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: 
             else:
                 l2 = l2_state(job, meta)
                 rec = {"l2_at_launch": l2, **run_launch(torch, fn, job, launch, timeout_cycles, l2)}
-            full = {"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta, "job": job_index,
+            full = {"schema": 1, "time": L.utc_now(), **meta, "job": job_index,
                     "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
                     "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
                     "grid_ctas": grid_ctas(job["spec"]["step"], _cfg(job["spec"]["config"])), **rec}
             f.write(json.dumps(full) + "\n")
             f.flush()
             if rec["outcome"] == "fault":
-                return 3  # the context is poisoned: the parent starts a fresh child at the next task
+                return L.FAULTED  # the context is poisoned: the parent starts a fresh child at the next task
     return 0
 
 
@@ -254,88 +222,21 @@ def _knobs(d: dict) -> dict:
 # ----------------------------------------------------------------------------- parent side
 
 
-def plan_tasks(manifest: list[dict], only: str | None) -> list[list[list[int]]]:
-    """Group launches into child processes: one batch for everything that should not
-    fault, one child per launch for jobs that may."""
-    batch: list[list[int]] = []
-    alone: list[list[list[int]]] = []
+def plan_tasks(manifest: list[dict], only: str | None) -> list[list[tuple[int, int]]]:
+    """Group launches ``(job, launch)`` into child processes: one batch for everything
+    that should not fault, one child per launch for jobs that may."""
+    batch: list[tuple[int, int]] = []
+    alone: list[list[tuple[int, int]]] = []
     for i, job in enumerate(manifest):
         if only and only not in job["name"]:
             continue
         for launch in range(job["launches"]):
-            (alone.append([[i, launch]]) if job["may_fault"] else batch.append([i, launch]))
+            (alone.append([(i, launch)]) if job["may_fault"] else batch.append((i, launch)))
     return ([batch] if batch else []) + alone
 
 
-def _records_for(out: Path, run_id: str) -> set[tuple[int, int]]:
-    """(job, launch) pairs this run has recorded (the file may hold earlier runs too)."""
-    if not out.exists():
-        return set()
-    done = set()
-    for line in out.read_text().splitlines():
-        if line.strip():
-            r = json.loads(line)
-            if r.get("run") == run_id:
-                done.add((r["job"], r["launch"]))
-    return done
-
-
-def host_environment() -> dict:
-    """Provenance the parent can give without touching CUDA (for records it writes itself)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    env: dict = {"gpu": None, "driver": None, "cuda": None}
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=False)
-        if out.stdout.strip():
-            env["gpu"], env["driver"] = (x.strip() for x in out.stdout.splitlines()[0].split(",", 1))
-    except (OSError, subprocess.TimeoutExpired):
-        pass
-    for name, dist in (("torch", "torch"), ("tvm_ffi", "apache-tvm-ffi")):
-        try:
-            env[name] = version(dist)
-        except PackageNotFoundError:
-            env[name] = None
-    return env
-
-
-SETUP_FAILED = 4  # the child could not start CUDA / the tvm runtime: nothing will run
-
-
-def _preload_torch() -> bool:
-    """Import torch (not CUDA) once in the parent, so forked children skip the
-    seconds it costs: with a process per launch for configs that may fault, the
-    import would otherwise dominate a batch.  Forking is safe while the parent has
-    not initialised CUDA, and the parent never does."""
-    try:
-        import multiprocessing
-
-        import torch  # noqa: F401
-
-        return "fork" in multiprocessing.get_all_start_methods()
-    except ImportError:
-        return False
-
-
-def _run_forked(args, tasks: list[list[int]], meta: dict) -> int:
-    """``child_main`` in a forked process; its exit status (raises TimeoutExpired like subprocess.run)."""
-    import multiprocessing
-
-    proc = multiprocessing.get_context("fork").Process(
-        target=_child_entry, args=(args.bundle, tasks, args.out, args.timeout_cycles, meta))
-    proc.start()
-    proc.join(args.child_timeout)
-    if proc.is_alive():
-        proc.kill()
-        proc.join()
-        raise subprocess.TimeoutExpired("forked child", args.child_timeout)
-    return proc.exitcode if proc.exitcode is not None else 1
-
-
-def _child_entry(bundle, tasks, out, timeout_cycles, meta) -> None:
-    sys.stdout.flush()
-    os._exit(child_main(bundle, tasks, out, timeout_cycles, meta))
+def _recorded(out: Path, run_id: str) -> set:
+    return L.recorded(out, run_id, lambda r: (r["job"], r["launch"]))
 
 
 def parent_main(args) -> int:
@@ -343,46 +244,36 @@ def parent_main(args) -> int:
     manifest = json.loads((bundle / "manifest.json").read_text())
     groups = plan_tasks(manifest, args.only)
     total = sum(len(g) for g in groups)
-    run_id = f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
-    forking = not args.no_fork and _preload_torch()
+    run_id = L.new_run_id()
+    forking = not args.no_fork and L.preload_torch()
     print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id}; "
           f"{'children forked from a parent with torch imported' if forking else 'children start fresh interpreters'})", flush=True)
     meta = {"commit": args.commit, "run": run_id, **({"l2": "flush"} if args.l2 == "flush" else {})}
+
+    def start(remaining: list) -> int:
+        if forking:
+            return L.fork(child_main, (bundle, remaining, args.out, args.timeout_cycles, meta), args.child_timeout)
+        return L.spawn([PROG, "--child", "--bundle", str(bundle), "--out", str(args.out), "--timeout-cycles",
+                        str(args.timeout_cycles), "--tasks", json.dumps(remaining), "--meta", json.dumps(meta)],
+                       args.child_timeout, bundle)
+
+    def host_record(task: tuple[int, int], outcome: str, why: str) -> None:
+        job_index, launch = task
+        job = manifest[job_index]
+        with args.out.open("a") as f:
+            f.write(json.dumps({"schema": 1, "time": L.utc_now(), **meta, **L.host_environment(), "tvm": None, "job": job_index,
+                                "launch": launch, "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
+                                "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
+                                "l2_at_launch": l2_state(job, meta), "outcome": outcome,
+                                **({"timeout": {"host": why}} if outcome == "timeout" else {"fault": why})}) + "\n")
+
+    def progress() -> None:
+        print(f"  {len(_recorded(args.out, run_id))}/{total} launches recorded", flush=True)
+
     for group in groups:
-        remaining = list(group)
-        while remaining:
-            cmd = [sys.executable, "-m", "kernels.run", "--child", "--bundle", str(bundle), "--out", str(args.out),
-                   "--timeout-cycles", str(args.timeout_cycles), "--tasks", json.dumps(remaining), "--meta", json.dumps(meta)]
-            host = None
-            try:
-                if forking:
-                    rc = _run_forked(args, remaining, meta)
-                else:
-                    rc = subprocess.run(cmd, timeout=args.child_timeout, check=False).returncode
-                if rc == SETUP_FAILED:
-                    print("kernels.run: the GPU runtime did not start (see the child's message above); nothing was run", file=sys.stderr)
-                    return 2
-                if rc not in (0, 3):
-                    host = ("fault", {"fault": f"the child process died (exit status {rc}) before recording this launch"})
-            except subprocess.TimeoutExpired:
-                host = ("timeout", {"timeout": {"host": f"the child process gave no record within {args.child_timeout} s and was killed"}})
-            done = _records_for(args.out, run_id)
-            left = [t for t in remaining if tuple(t) not in done]
-            if left and len(left) == len(remaining):
-                # nothing recorded: the launch in progress hung or killed its process
-                outcome, evidence = host or ("fault", {"fault": "the child process exited without recording this launch"})
-                job_index, launch = left[0]
-                job = manifest[job_index]
-                with args.out.open("a") as f:
-                    f.write(json.dumps({"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta,
-                                        **host_environment(), "tvm": None, "job": job_index, "launch": launch, "kind": job["kind"],
-                                        "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
-                                        "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]),
-                                        "delays": job["delays"], "l2_at_launch": l2_state(job, meta), "outcome": outcome,
-                                        **evidence}) + "\n")
-                left = left[1:]
-            remaining = left
-            print(f"  {len(_records_for(args.out, run_id))}/{total} launches recorded", flush=True)
+        if not L.run_tasks(group, start, lambda: _recorded(args.out, run_id), host_record, args.child_timeout, progress):
+            print(f"{PROG}: the GPU runtime did not start (see the child's message above); nothing was run", file=sys.stderr)
+            return 2
     summarize(args.out, run_id)
     return 0
 
@@ -402,8 +293,8 @@ def summarize(out: Path, run_id: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bundle", type=Path, default=Path(".gpu"), help="folder made by kernels.build (default .gpu)")
+    ap = argparse.ArgumentParser(prog=f"python -m {PROG}", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bundle", type=Path, default=Path(".gpu"), help="folder made by kernels.toolchain.build (default .gpu)")
     ap.add_argument("--out", type=Path, required=True, help="JSON-lines file to append launch records to")
     ap.add_argument("--only", help="run only jobs whose name contains this")
     ap.add_argument("--timeout-cycles", type=int, default=DEFAULT_TIMEOUT_CYCLES, help="the kernels' watchdog budget per wait")
@@ -418,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--meta", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if not (args.bundle / "manifest.json").exists():
-        ap.error(f"{args.bundle}/manifest.json not found: build the bundle first with `python -m kernels.build --bundle {args.bundle}`")
+        ap.error(f"{args.bundle}/manifest.json not found: build the bundle first with `python -m kernels.toolchain.build --bundle {args.bundle}`")
     if args.child:
         return child_main(args.bundle, json.loads(args.tasks), args.out, args.timeout_cycles, json.loads(args.meta))
     return parent_main(args)

@@ -1,6 +1,6 @@
 """Build a plan's kernels on the CPU and prepare the folder the GPU machine needs.
 
-    python -m kernels.build --plan silicon --bundle .gpu
+    python -m kernels.toolchain.build --plan silicon --bundle .gpu
 
 compiles every distinct kernel of the plan for sm_90a (cached by content hash
 under ``--cache``), and writes into ``--bundle``:
@@ -11,6 +11,8 @@ under ``--cache``), and writes into ``--bundle``:
   ``libtvm_compiler.so``, sources, headers, relax, topi: ~12 MB instead of ~300);
 * ``wheels/``           -- the ``apache-tvm-ffi`` wheel for CPython 3.12, the GPU
   machine's Python, matching the version installed here.
+
+Run the bundle with :mod:`kernels.runner.gemm`.
 
 Nothing is downloaded on the GPU machine.  ``--seed-steps`` instead compiles the
 seed's Blackwell steps for sm_100a (compile-only here) and prints what each holds.
@@ -31,11 +33,12 @@ from pathlib import Path
 
 from protosim.config import ConfigError
 
-from . import toolchain
-from .plans import PLANS, Job, load_plan_file
-from .spec import KernelSpec
+from ..plans import PLANS, Job, load_plan_file
+from ..spec import KernelSpec
+from . import compiler
 
-ROOT = Path(__file__).resolve().parent.parent
+KERNELS = Path(__file__).resolve().parents[1]
+ROOT = KERNELS.parent
 DEFAULT_CACHE = ROOT / "build" / "kernels"
 TRIM_DIRS = ("3rdparty", "include", "src", "web", "relax", "topi", "__pycache__")
 TRIM_FILES = ("libtvm_compiler.so",)
@@ -46,8 +49,8 @@ def toolchain_fingerprint() -> str:
     from importlib.metadata import version
 
     h = hashlib.sha256()
-    for name in ("hopper.py", "spec.py", "toolchain.py"):
-        h.update((Path(__file__).parent / name).read_bytes())
+    for path in ("tirx/hopper.py", "spec.py", "toolchain/compiler.py"):
+        h.update((KERNELS / path).read_bytes())
     h.update(version("apache-tvm").encode())
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout if shutil.which("nvcc") else ""
     h.update(nvcc.encode())
@@ -58,12 +61,12 @@ def _compile_one(spec_dict: dict, out: str) -> tuple[str, float]:
     """Worker: build one Hopper kernel to ``out`` (runs in a child with the stub on its path)."""
     from protosim.config import GemmConfig
 
-    from . import hopper
+    from ..tirx import hopper
 
     spec = KernelSpec(spec_dict["step"], GemmConfig.from_dict(spec_dict["config"]), spec_dict["trace"])
     t = time.perf_counter()
-    mod = toolchain.compile_primfunc(hopper.build(spec), "sm_90a", spec.name)
-    toolchain.export(mod, Path(out), spec.name)
+    mod = compiler.compile_primfunc(hopper.build(spec), "sm_90a", spec.name)
+    compiler.export(mod, Path(out), spec.name)
     return out, time.perf_counter() - t
 
 
@@ -78,16 +81,22 @@ def build_plan(jobs: list[Job], cache: Path, workers: int, log=print) -> dict[st
     log(f"{len(todo)} kernels, {len(todo) - len(missing)} cached, {len(missing)} to build ({workers} workers)")
     if missing:
         cache.mkdir(parents=True, exist_ok=True)
-        with cf.ProcessPoolExecutor(workers) as pool:
-            futures = {pool.submit(_compile_one, todo[key].to_dict(), str(paths[key])): key for key in missing}
-            for i, fut in enumerate(cf.as_completed(futures), 1):
-                key = futures[fut]
-                try:
-                    _, seconds = fut.result()
-                except Exception as exc:  # name the kernel; the cause is tvm's or nvcc's message
-                    raise toolchain.BuildError(f"{todo[key].name}: {exc}") from exc
-                log(f"  [{i}/{len(missing)}] {todo[key].name}  {seconds:.1f} s")
+        compile_in_pool(_compile_one, {todo[key].name: (todo[key].to_dict(), str(paths[key])) for key in missing}, workers, log)
     return paths
+
+
+def compile_in_pool(worker, todo: dict[str, tuple], workers: int, log=print) -> None:
+    """``worker(*args)`` for each ``label: args`` of ``todo`` in ``workers`` processes; the
+    worker builds one kernel and returns ``(anything, seconds)``.  A failed build raises
+    :class:`~kernels.toolchain.compiler.BuildError` naming its label (the cause is tvm's or nvcc's message)."""
+    with cf.ProcessPoolExecutor(workers) as pool:
+        futures = {pool.submit(worker, *args): label for label, args in todo.items()}
+        for i, fut in enumerate(cf.as_completed(futures), 1):
+            try:
+                _, seconds = fut.result()
+            except Exception as exc:
+                raise compiler.BuildError(f"{futures[fut]}: {exc}") from exc
+            log(f"  [{i}/{len(todo)}] {futures[fut]}  {seconds:.1f} s")
 
 
 def trim_tvm(dest: Path) -> int:
@@ -115,7 +124,7 @@ def ffi_wheel(dest: Path) -> Path:
     subprocess.run(cmd, check=True)
     found = list(dest.glob("apache_tvm_ffi-*cp312*.whl"))
     if not found:
-        raise toolchain.BuildError(f"pip downloaded no cp312 wheel of apache-tvm-ffi=={ver} into {dest}")
+        raise compiler.BuildError(f"pip downloaded no cp312 wheel of apache-tvm-ffi=={ver} into {dest}")
     return found[0]
 
 
@@ -140,21 +149,21 @@ def build_seed_steps(arch: str = "sm_100a") -> list[dict]:
     """Compile the seed's six Blackwell steps; returns one row per step."""
     from protosim.config import GemmConfig
 
-    from .seed_sm100 import SEED_STEPS
+    from ..tirx.seed_sm100 import SEED_STEPS
 
     rows = []
     for step, fn in SEED_STEPS.items():
         shape = dict(M=128, N=128, K=64) if step == "v1" else dict(M=128, N=128, K=256) if step == "v2" else dict(M=256, N=256, K=256)
         cfg = GemmConfig(arch="b200", sm_count=4, **shape)
         t = time.perf_counter()
-        src = toolchain.cuda_source(toolchain.compile_primfunc(fn(cfg), arch, f"seed {step}"))
+        src = compiler.cuda_source(compiler.compile_primfunc(fn(cfg), arch, f"seed {step}"))
         rows.append({"step": step, "seconds": round(time.perf_counter() - t, 2), "tcgen05.mma": "tcgen05.mma" in src,
                      "cp.async.bulk.tensor": "cp.async.bulk.tensor" in src, "source_lines": src.count("\n")})
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.build", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m kernels.toolchain.build", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--plan", default="silicon", help=f"named plan: {', '.join(PLANS)} (default silicon)")
     ap.add_argument("--plan-file", type=Path, help="a JSON list of jobs ({'spec': {'step', 'config', 'trace'}, 'delays', 'launches', 'kind', 'may_fault'}) instead of --plan")
     ap.add_argument("--bundle", type=Path, default=ROOT / ".gpu", help="folder to prepare for the GPU machine (default .gpu)")
@@ -166,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.plan not in PLANS:
         ap.error(f"unknown plan {args.plan!r}; choose one of {', '.join(PLANS)}")
-    toolchain.ensure_stub_on_path()  # re-executes this process once, before tvm is imported
+    compiler.ensure_stub_on_path()  # re-executes this process once, before tvm is imported
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     try:
         if args.seed_steps:
@@ -182,8 +191,8 @@ def main(argv: list[str] | None = None) -> int:
                    "bundle": None if args.no_bundle else str(args.bundle)}
         print(json.dumps(summary) if args.json else f"done in {summary['seconds']} s")
         return 0
-    except (toolchain.BuildError, ConfigError) as exc:
-        print(f"kernels.build: {exc}", file=sys.stderr)
+    except (compiler.BuildError, ConfigError) as exc:
+        print(f"kernels.toolchain.build: {exc}", file=sys.stderr)
         return 2
 
 

@@ -1,14 +1,14 @@
 """Build kernels in child processes and hand back their generated CUDA sources.
 
 Tests and reviewers read the CUDA a kernel lowers to.  A build needs the stub
-``libcuda.so.1`` on ``LD_LIBRARY_PATH`` at process start (toolchain.py), which
+``libcuda.so.1`` on ``LD_LIBRARY_PATH`` at process start (compiler.py), which
 the caller (pytest, say) may not have, so builds run in children started with
-:func:`kernels.toolchain.env_for_subprocess`.
+:func:`kernels.toolchain.compiler.env_for_subprocess`.
 
 A job is ``{"family": "seed" | "hopper", "step": ..., "config": {...}, "trace": bool}``:
 ``seed`` is the article's Blackwell steps for sm_100a, ``hopper`` the sm_90a
 protocol kernels; ``{"family": "probe", "probe": name}`` is one of the mbarrier
-probes (kernels/mbar_probes.py).  A failed build yields ``"ERROR: <tvm's message>"`` for that key.
+probes (kernels/tirx/mbar_probes.py).  A failed build yields ``"ERROR: <tvm's message>"`` for that key.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import time
 import traceback
 from pathlib import Path
 
-from .toolchain import env_for_subprocess
+from .compiler import env_for_subprocess
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ERROR = "ERROR: "
 
 
@@ -33,14 +33,14 @@ def _build_one(job: dict) -> str:
         return probe_source(job["probe"])
     from protosim.config import GemmConfig
 
-    from .toolchain import compile_primfunc, cuda_source
+    from .compiler import compile_primfunc, cuda_source
 
     cfg = GemmConfig.from_dict(job["config"])
     if job["family"] == "seed":
-        from .seed_sm100 import SEED_STEPS
+        from ..tirx.seed_sm100 import SEED_STEPS
 
         return cuda_source(compile_primfunc(SEED_STEPS[job["step"]](cfg), "sm_100a", f"seed {job['step']}"))
-    from . import hopper
+    from ..tirx import hopper
 
     spec = hopper.KernelSpec(job["step"], cfg, job.get("trace", False))
     return cuda_source(compile_primfunc(hopper.build(spec), "sm_90a", spec.name))
@@ -66,7 +66,7 @@ def build_in_children(jobs: dict[str, dict], out: Path, workers: int = 2, timeou
     shares = [keys[i::workers] for i in range(workers) if keys[i::workers]]
     env = env_for_subprocess()
     procs = [
-        subprocess.Popen([sys.executable, "-m", "kernels.sources", json.dumps({k: jobs[k] for k in share}), str(out)],
+        subprocess.Popen([sys.executable, "-m", "kernels.toolchain.sources", json.dumps({k: jobs[k] for k in share}), str(out)],
                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for share in shares
     ]

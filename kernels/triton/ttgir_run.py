@@ -2,7 +2,7 @@
 the seeded edits the simulator judges (tests/test_ttgir.py), so silicon can say what
 each edit does.  One JSON line per launch.
 
-    python -m kernels.triton_ttgir_run --results FILE.jsonl [--launches 10]
+    python -m kernels.triton.ttgir_run --results FILE.jsonl [--launches 10]
 
 The kernels are the second seed's matmul compiled by Triton 3.6 for sm_90
 (tests/fixtures/triton/grid_512_k512_s3.sm90.ttgir: 64 CTAs, K = 512, num_stages 3).
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "triton" / "grid_512_k512_s3.sm90.ttgir"
+FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "triton" / "grid_512_k512_s3.sm90.ttgir"
 EDITS = {
     "triton_own": [],
     "async_wait_plus_1": [("%a_92 = ttg.async_wait %a_83, %b_85 {num = 2 : i32}", "%a_92 = ttg.async_wait %a_83, %b_85 {num = 3 : i32}")],

@@ -89,8 +89,8 @@ def _import_tvm():
     if not (stub_on_loader_path() or real_driver_present()):
         raise BuildError(
             "the stub libcuda.so.1 is not on LD_LIBRARY_PATH, so tvm would build source-only modules; "
-            "call kernels.toolchain.ensure_stub_on_path() before importing tvm, or run through "
-            "`python -m kernels.build`, which does"
+            "call kernels.toolchain.compiler.ensure_stub_on_path() before importing tvm, or run through "
+            "`python -m kernels.toolchain.build`, which does"
         )
     if shutil.which("nvcc") is None:
         raise BuildError("nvcc not found on PATH: the CUDA toolkit (nvcc 12.8+ for sm_100a) is needed to build kernels")

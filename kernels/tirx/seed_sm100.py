@@ -5,7 +5,7 @@ This is the kernel code of the seed article ("TIRx 与高性能GEMM (上)",
 ``apache-tvm==0.27.0.post1`` for ``sm_100a`` (compile-only here).  Each
 ``hgemm_vN(cfg)`` returns the (uncompiled) ``@T.prim_func`` of step N,
 parameterised by a :class:`protosim.config.GemmConfig`; build it with
-``kernels.toolchain.compile_primfunc(func, "sm_100a", name)``.
+``kernels.toolchain.compiler.compile_primfunc(func, "sm_100a", name)``.
 
 The code is kept op by op as the article writes it -- the same barriers, the
 same waits, the same phase variables and flips, the same ``tid == 0`` /
@@ -96,7 +96,7 @@ from __future__ import annotations
 from protosim.config import DELAY_KNOBS, ConfigError, GemmConfig
 
 if __name__ == "__main__":  # CLI: the stub libcuda must be on the loader path before tvm loads
-    from kernels.toolchain import ensure_stub_on_path
+    from kernels.toolchain.compiler import ensure_stub_on_path
 
     ensure_stub_on_path()
 
@@ -142,7 +142,7 @@ def _check(cfg: GemmConfig, step: str, *, single_k: bool = False, single_tile: b
             raise ConfigError(
                 knob,
                 f"the seed port builds only the knobs {', '.join(HONOURED_KNOBS)}; "
-                f"{knob}={getattr(cfg, knob)!r} is not modelled in kernels/seed_sm100.py",
+                f"{knob}={getattr(cfg, knob)!r} is not modelled in kernels/tirx/seed_sm100.py",
             )
     # pool: tmem_addr + barriers below 1024, then the A/B stages (+ Dsmem)
     smem = 1024 + stages * (cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * F16_SIZE + (cfg.BLK_M * cfg.BLK_N * F16_SIZE if d_tile else 0)
@@ -939,13 +939,13 @@ SEED_STEPS = {
 
 
 def _main(argv: list[str] | None = None) -> int:
-    """``python -m kernels.seed_sm100 v4 [--config '{"M": 256}'] [--out file.cu]``: build one step for sm_100a, print its CUDA."""
+    """``python -m kernels.tirx.seed_sm100 v4 [--config '{"M": 256}'] [--out file.cu]``: build one step for sm_100a, print its CUDA."""
     import argparse
     import json
     import sys
     import time
 
-    from kernels.toolchain import compile_primfunc, cuda_source
+    from kernels.toolchain.compiler import compile_primfunc, cuda_source
 
     p = argparse.ArgumentParser(description=_main.__doc__)
     p.add_argument("step", choices=sorted(SEED_STEPS))

@@ -1,7 +1,7 @@
 """Tables of recorded silicon runs (results/silicon/*.jsonl).
 
-    python -m kernels.report            # outcome table and 4096^3 benchmark table
-    python -m kernels.report --json     # the same, as JSON
+    python -m kernels.report.gemm       # outcome table and 4096^3 benchmark table
+    python -m kernels.report.gemm --json  # the same, as JSON
 
 Outcomes are grouped by kernel and delay; each cell counts launches per outcome,
 with the timeout site (barrier/role@k) or the number of wrong tiles.  Nothing here
@@ -16,7 +16,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "results" / "silicon"
+RESULTS = Path(__file__).resolve().parents[2] / "results" / "silicon"
 
 
 def load(folder: Path) -> list[dict]:
@@ -80,7 +80,7 @@ def render(outcomes: list[dict], bench: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="python -m kernels.report.gemm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", type=Path, default=RESULTS, help="folder of .jsonl records (default results/silicon)")
     ap.add_argument("--json", action="store_true", help="print JSON")
     args = ap.parse_args(argv)

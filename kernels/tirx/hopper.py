@@ -43,7 +43,7 @@ from tvm.script import tirx as T
 
 from protosim.config import ConfigError
 
-from .spec import DIAG_WORDS, TRACE_CAP, KernelSpec, check, grid_ctas, stages
+from ..spec import DIAG_WORDS, TRACE_CAP, KernelSpec, check, grid_ctas, stages
 
 
 def build(spec: KernelSpec):

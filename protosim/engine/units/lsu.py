@@ -67,17 +67,17 @@ class LsuUnit(Unit):
         return m.env.timeout(done - m.env.now, seq)
 
     def smem_store(self, w: WarpState, i: int, op: SmemStore) -> simpy.Event:
-        m = self.m
-        now = m.env.now
-        done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
-        seq = m.access(w, i, op.dst, "w", now, done, op.tile, w.tick(), THREADS[op.issuer])
-        return m.env.timeout(done - now, seq)
+        return self._shared_access(w, i, op, op.dst, "w")
 
     def local_load(self, w: WarpState, i: int, op: LocalLoad) -> simpy.Event:
+        return self._shared_access(w, i, op, op.src, "r")
+
+    def _shared_access(self, w: WarpState, i: int, op: SmemStore | LocalLoad, acc, mode: str) -> simpy.Event:
+        """Registers <-> shared memory: the SM's shared-memory pipe, then its latency."""
         m = self.m
         now = m.env.now
         done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
-        seq = m.access(w, i, op.src, "r", now, done, op.tile, w.tick(), THREADS[op.issuer])
+        seq = m.access(w, i, acc, mode, now, done, op.tile, w.tick(), THREADS[op.issuer])
         return m.env.timeout(done - now, seq)
 
     def sync_done(self, w: WarpState, i: int, op: Op, seq: int) -> None:

@@ -30,7 +30,9 @@ Two rules stand in for what happens after TTGIR:
 * **Which data.**  Logical tags pair producers and consumers: the n-th copy into a
   buffer carries tile n of that buffer, and the n-th read of the buffer expects tile
   n.  A streaming pipeline consumes its loads in order, so a read that finds another
-  tile (or an unfinished copy) in its stage is a real hazard.
+  tile (or an unfinished copy) in its stage is a real hazard.  Barrier ops are paired
+  the same way, with :class:`protosim.pipeline.UseCounter`: the n-th ``barrier_expect``
+  on an mbarrier is its use n, and the copies and waits on it after that belong to it.
 
 Shared memory is counted from the allocations (tile bytes, mbarriers 8 bytes each),
 the number Triton's metadata calls ``shared``.
@@ -87,6 +89,7 @@ from protosim.ir import (
     WgmmaWait,
     validate,
 )
+from protosim.pipeline import UseCounter
 
 ELEM_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i64": 8, "i32": 4, "f8E4M3FN": 1, "f8E5M2": 1, "i8": 1, "tf32": 4}
 TARGET_ARCH = {"90": "h200", "120": "gb10", "121": "gb10", "80": "gb10", "86": "gb10", "89": "gb10"}
@@ -558,7 +561,8 @@ class _Walker:
         self.reads: dict[str, int] = {}
         self.read_since_sync: set[str] = set()
         self.written_since_sync: set[str] = set()
-        self.barrier_uses: dict[str, int] = {}
+        self.barrier_uses = UseCounter()
+        """Fills (``barrier_expect``) of each mbarrier so far: a copy or wait belongs to the last one."""
         self.barrier_counts: dict[str, int] = {}
         self.inits_unsynced = False
         self.launch = launch
@@ -798,8 +802,7 @@ class _Walker:
             ops = self.operands(st, 1, "%barrier, bytes")
             name = self.barrier_of(ops[0], st)
             self.initialized(name, st)
-            use = self.barrier_uses.get(name, 0)
-            self.barrier_uses[name] = use + 1
+            use = self.barrier_uses.take(name)
             nbytes = self.attr(st, r',\s*([-+]?\d+)', "byte count")
             if len(ops) < 2 or self.env.get(ops[1], 1):
                 self.ops.append(ArriveExpectTx(barrier=name, use=use, bytes=nbytes, issuer="one"))
@@ -821,14 +824,14 @@ class _Walker:
             md = self.mod.allocs[buf]
             pred = ops[-1] if ops[-1] not in (dst, bar_tok) and self.known(ops[-1]) else None
             if pred is None or self.env[pred]:
-                self.ops.append(TmaLoad(barrier=name, use=self.barrier_uses.get(name, 1) - 1, bytes=md.stage_bytes,
+                self.ops.append(TmaLoad(barrier=name, use=self.barrier_uses.last(name), bytes=md.stage_bytes,
                                         dst=Access(buf, stage, self.tile(buf, self.writes)), issuer="one"))
         elif op == "ttng.wait_barrier":
             ops = self.operands(st, 2, "%barrier, %phase")
             name = self.barrier_of(ops[0], st)
             self.initialized(name, st)
             parity = self.value(ops[1], st)
-            self.ops.append(Wait(barrier=name, parity=parity & 1, use=max(self.barrier_uses.get(name, 1) - 1, 0)))
+            self.ops.append(Wait(barrier=name, parity=parity & 1, use=self.barrier_uses.last(name)))
         elif op == "scf.if":
             raise self.err(st, "scf.if is not modelled yet; the kernels Triton pipelines for matmuls have none -- "
                            "please report the kernel")

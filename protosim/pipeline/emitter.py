@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from protosim.ir import Arrive, ArriveExpectTx, MmaCommit, Op, TmaLoad, Wait
+from protosim.ir import Arrive, ArriveExpectTx, Issuer, MmaCommit, Op, TmaLoad, Wait
 from protosim.pipeline.state import PipelineState, stage_index
 
 __all__ = ["UseCounter", "Pipeline"]
@@ -118,7 +118,7 @@ class Pipeline:
         return self.full[stage_index(state, self.stages, "pipeline")]
 
     # -- producer -------------------------------------------------------------
-    def producer_acquire(self, state: PipelineState, parity: int | None = None, issuer: str = "all",
+    def producer_acquire(self, state: PipelineState, parity: int | None = None, issuer: Issuer = "all",
                          **tags: Any) -> int:
         """Wait until the consumer released the stage: the k-th acquire of a stage waits for
         release k-1 -- phase -1 at first, complete on a fresh barrier, which is why a
@@ -126,42 +126,42 @@ class Pipeline:
         barrier = self._empty(state)
         use = self.produced.take(barrier) - 1
         self._producer(Wait(barrier=barrier, parity=state.phase if parity is None else parity, use=use,
-                            issuer=issuer, **tags))  # type: ignore[arg-type]
+                            issuer=issuer, **tags))
         return use
 
     def producer_commit(self, state: PipelineState, bytes: int = 0, loads: Sequence[tuple[Any, ...]] = (),
-                        issuer: str = "one", **tags: Any) -> int:
+                        issuer: Issuer = "one", **tags: Any) -> int:
         """Fill the stage.  ``fill="tma"``: a ``TmaLoad`` per ``(bytes, dst)`` or ``(bytes, dst,
         src)`` in ``loads``, then ``arrive.expect_tx`` of ``bytes`` (the total the code
         announces -- pass a wrong one to write that bug); otherwise one arrival."""
+        if self.fill != "tma" and (bytes or loads):
+            raise TypeError(f"Pipeline.producer_commit: fill = {self.fill!r} moves no bytes")
         barrier = self._full(state)
         use = self.produced.take(barrier)
         if self.fill != "tma":
-            if bytes or loads:
-                raise TypeError(f"Pipeline.producer_commit: fill = {self.fill!r} moves no bytes")
-            self._producer(ARRIVALS[self.fill](barrier=barrier, use=use, issuer=issuer, **tags))  # type: ignore[arg-type]
+            self._producer(ARRIVALS[self.fill](barrier=barrier, use=use, issuer=issuer, **tags))
             return use
         for load in loads:
             nbytes, dst, *src = load
             self._producer(TmaLoad(barrier=barrier, use=use, bytes=nbytes, dst=dst, src=src[0] if src else "",
-                                   issuer=issuer, **tags))  # type: ignore[arg-type]
-        self._producer(ArriveExpectTx(barrier=barrier, use=use, bytes=bytes, issuer=issuer, **tags))  # type: ignore[arg-type]
+                                   issuer=issuer, **tags))
+        self._producer(ArriveExpectTx(barrier=barrier, use=use, bytes=bytes, issuer=issuer, **tags))
         return use
 
     # -- consumer -------------------------------------------------------------
-    def consumer_wait(self, state: PipelineState, parity: int | None = None, issuer: str = "all",
+    def consumer_wait(self, state: PipelineState, parity: int | None = None, issuer: Issuer = "all",
                       **tags: Any) -> int:
         """Wait until the stage is full: the k-th wait on a stage is for its k-th fill."""
         barrier = self._full(state)
         use = self.consumed.take(barrier)
         self._consumer(Wait(barrier=barrier, parity=state.phase if parity is None else parity, use=use,
-                            issuer=issuer, **tags))  # type: ignore[arg-type]
+                            issuer=issuer, **tags))
         return use
 
-    def consumer_release(self, state: PipelineState, issuer: str = "one", **tags: Any) -> int:
+    def consumer_release(self, state: PipelineState, issuer: Issuer = "one", **tags: Any) -> int:
         """Free the stage for the producer (after the reads of it completed -- on Hopper,
         ``wgmma.wait_group 0`` first; ``release="mma_commit"`` waits for the MMAs itself)."""
         barrier = self._empty(state)
         use = self.consumed.take(barrier)
-        self._consumer(ARRIVALS[self.release](barrier=barrier, use=use, issuer=issuer, **tags))  # type: ignore[arg-type]
+        self._consumer(ARRIVALS[self.release](barrier=barrier, use=use, issuer=issuer, **tags))
         return use

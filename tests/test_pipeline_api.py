@@ -243,7 +243,8 @@ def _sync_ops(ops):
 @pytest.mark.parametrize("knobs", [{}, {"wait_parity_flip": "tma"}, {"wait_parity_flip": "mma"},
                                    {"skip_mma_phase_flip": True}, {"expect_tx_delta": -512}])
 def test_same_tags_and_parities_as_the_ws_builder(knobs):
-    """The ws builder counts uses by hand; the API, asked for the same kernel, agrees op by op."""
+    """The ws builder counts uses per barrier (a Pipeline); Role methods take them from the cursor
+    (count // stages).  Asked for the same kernel, the two agree op by op."""
     cfg = GemmConfig(arch="h200", M=256, N=256, K=320, PIPE_DEPTH=2, sm_count=3, **knobs)
     ws = BUILDERS["hgemm_ws"](cfg)
     depth, k_tiles = cfg.PIPE_DEPTH, cfg.k_tiles

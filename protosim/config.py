@@ -47,6 +47,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from protosim.ir import L2_AT_LAUNCH
+
 F16_BYTES = 2
 ACC_BYTES = 4
 
@@ -186,7 +188,6 @@ BUG_KNOBS = (
 DELAY_KNOBS = ("producer_delay_ns", "consumer_delay_ns", "lag_warp", "lag_ns")
 LAUNCH_KNOBS = ("l2_at_launch",)
 """Conditions of a launch, not of the binary: kernels take them from the job."""
-L2_AT_LAUNCH = ("cold", "inputs")
 
 _FIELD_TYPES: dict[str, type] = {
     f.name: (int if f.type in ("int", "int | None") else bool if f.type == "bool" else str)

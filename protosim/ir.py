@@ -539,8 +539,13 @@ class Schedule:
     buffers: tuple[BufferDecl, ...]
     roles: tuple[RoleDecl, ...]
     ctas: tuple[CtaProgram, ...]
+    l2_at_launch: str = "cold"
+    """What L2 holds when the kernel starts -- a launch condition that can decide a race, so
+    part of the schedule's identity (hashed): ``cold`` (nothing) or ``inputs`` (the inputs were
+    written just before the launch; ``engine.resources.resident_at_launch``)."""
     config: dict[str, Any] = field(default_factory=dict, compare=False)
-    """The builder config that produced it (informative; not hashed)."""
+    """The builder config that produced it (informative; not hashed: nothing the engine
+    reads comes from here)."""
 
     @property
     def threads_per_cta(self) -> int:
@@ -562,8 +567,13 @@ class Schedule:
         return sum(len(ops) for cta in self.ctas for ops in cta.roles)
 
 
+L2_AT_LAUNCH = ("cold", "inputs")
+
+
 def validate(s: Schedule) -> None:
     """Raise :class:`ScheduleError` for a schedule the engine cannot replay."""
+    if s.l2_at_launch not in L2_AT_LAUNCH:
+        raise ScheduleError(f"schedule {s.name!r}: l2_at_launch = {s.l2_at_launch!r}; use 'cold' or 'inputs'")
     if not s.roles:
         raise ScheduleError(f"schedule {s.name!r}: no roles; declare at least one role")
     if not s.ctas:
@@ -759,8 +769,9 @@ def _decls(d: dict[str, Any], key: str, cls: type, ints: dict[str, int]) -> tupl
 
 
 def to_json(s: Schedule) -> dict[str, Any]:
-    """The schedule as JSON-ready data (ops omit fields left at their default)."""
-    return {
+    """The schedule as JSON-ready data (ops omit fields left at their default; so does a
+    cold L2 at launch, which keeps the hashes of schedules written before the field)."""
+    d = {
         "protosim_schedule": SCHEMA,
         "name": s.name,
         "arch": s.arch,
@@ -773,9 +784,12 @@ def to_json(s: Schedule) -> dict[str, Any]:
         ],
         "config": s.config,
     }
+    if s.l2_at_launch != "cold":
+        d["l2_at_launch"] = s.l2_at_launch
+    return d
 
 
-TOP_LEVEL = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "config",
+TOP_LEVEL = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "l2_at_launch", "config",
              "description", "expect", "explore")
 """Keys of a schedule file; ``description``, ``expect`` and ``explore`` come from the
 scenario that built it (``protosim schedule``) and are read by protosim.scenarios."""
@@ -826,8 +840,12 @@ def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
         ctas.append(CtaProgram(c["index"], tuple(
             tuple(_op_from_json(o, f"CTA {c['index']} role #{r} op #{i}") for i, o in enumerate(ops))
             for r, ops in enumerate(c["roles"]))))
+    # Files written before the field kept the launch condition in config only.
+    l2 = d.get("l2_at_launch", d.get("config", {}).get("l2_at_launch", "cold"))
+    if l2 not in L2_AT_LAUNCH:
+        raise ScheduleError(f"schedule JSON: l2_at_launch = {l2!r}; use 'cold' or 'inputs'")
     sched = Schedule(name=d["name"], arch=d["arch"], barriers=barriers, buffers=buffers, roles=roles,
-                     ctas=tuple(ctas), config=d.get("config", {}))
+                     ctas=tuple(ctas), l2_at_launch=l2, config=d.get("config", {}))
     validate(sched)
     return sched
 
@@ -861,7 +879,8 @@ def loads(text: str) -> Schedule:
 
 
 def content_hash(s: Schedule) -> str:
-    """SHA-256 of the canonical JSON of everything but ``config`` (first 16 hex digits).
+    """SHA-256 of the canonical JSON of everything but ``config`` (first 16 hex digits):
+    every op, the storage, the roles and the launch condition -- all the engine reads.
 
     Canonical: sorted keys, no spaces, ops without their default fields -- the text
     :func:`dumps` writes, so a schedule and its JSON round trip hash alike."""

@@ -137,7 +137,7 @@ def _pct(x: float) -> str:
 def render_run(rep: RunReport, max_findings: int = 8) -> str:
     v, s, t = rep.verdict, rep.scenario, rep.verdict.timing
     arch = rep.result.arch
-    lines = [f"scenario   {s.name}   ({s.builder} on {arch.name}, schedule {v.schedule_hash}, "
+    lines = [f"scenario   {s.name}   ({s.builder} on {arch.name}, L2 {v.l2_at_launch} at launch, schedule {v.schedule_hash}, "
              f"{rep.result.schedule.op_count():,} ops, {len(rep.result.schedule.ctas)} CTA(s))"]
     if s.description:
         lines.append(f"           {s.description}")

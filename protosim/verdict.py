@@ -124,6 +124,8 @@ class Verdict:
     findings: list[Finding]
     outcome: Outcome
     timing: Timing
+    l2_at_launch: str = "cold"
+    """The launch condition the replay assumed (part of the schedule hash; printed with every verdict)."""
 
     @property
     def ok(self) -> bool:
@@ -141,6 +143,7 @@ class Verdict:
             "name": self.name,
             "schedule_hash": self.schedule_hash,
             "arch": self.arch,
+            "l2_at_launch": self.l2_at_launch,
             "perturbation": self.perturbation,
             "ok": self.ok,
             "finding_kinds": self.kinds(),
@@ -168,6 +171,7 @@ def judge(schedule: Schedule, arch: ArchProfile | None = None, perturbation: Per
         findings=findings,
         outcome=classify(result, findings),
         timing=Timing.of(result),
+        l2_at_launch=schedule.l2_at_launch,
     )
     return verdict, result
 

@@ -11,6 +11,7 @@ such, not as a different log.
 
     python -m tests.eventlog_corpus --write    # record tests/data/eventlog_golden.json
     python -m tests.eventlog_corpus            # compare, print the differences
+    python -m tests.eventlog_corpus --rehash   # take new schedule hashes where no log changed
 
 The file names the commit it was recorded at; ``tests/test_eventlog_golden.py`` compares
 against it.  Re-record only for a change that is *meant* to alter replays, and say so in
@@ -147,8 +148,23 @@ def differences(golden: dict[str, dict], now: dict[str, dict]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--write", action="store_true", help="record the golden file at this commit")
+    ap.add_argument("--rehash", action="store_true",
+                    help="keep every recorded log digest; take the new schedule hash where the hash alone changed "
+                         "(a change to what the hash covers, not to any replay); refuse if any log changed")
     args = ap.parse_args(argv)
     now = compute(progress=True)
+    if args.rehash:
+        golden = json.loads(GOLDEN.read_text())
+        changed = [n for n in now if n in golden["cases"] and golden["cases"][n]["runs"] != now[n]["runs"]]
+        if changed or set(now) != set(golden["cases"]):
+            print(f"refused: event logs changed for {changed or 'the corpus itself'}")
+            return 1
+        moved = [n for n in now if golden["cases"][n]["schedule"] != now[n]["schedule"]]
+        for n in moved:
+            golden["cases"][n]["schedule"] = now[n]["schedule"]
+        GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+        print(f"{len(moved)} schedule hashes taken, every event log unchanged: {', '.join(moved) or '-'}")
+        return 0
     if args.write:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()

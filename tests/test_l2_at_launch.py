@@ -105,3 +105,47 @@ def test_a_close_race_is_predicted_both_ways():
     nominal = predict(case, runs=1)
     assert len(nominal.kinds) == 1
     assert {"fault", "deadlock"} <= predict(case).kinds
+
+
+# -- one identity: what changes a replay is what the hash covers --------------------------
+
+
+def test_the_l2_state_is_part_of_the_schedule_identity():
+    """The same ops under the two launch conditions replay differently (above), so they are
+    two schedules: different hashes, and each JSON round trip keeps its own."""
+    from protosim.ir import content_hash, dumps, loads
+
+    cold, warm = (Case("v5", GemmConfig(**SMALL, l2_at_launch=s)).build() for s in ("cold", "inputs"))
+    assert (cold.l2_at_launch, warm.l2_at_launch) == ("cold", "inputs")
+    assert content_hash(cold) != content_hash(warm)
+    for s in (cold, warm):
+        back = loads(dumps(s))
+        assert back.l2_at_launch == s.l2_at_launch and content_hash(back) == content_hash(s)
+        assert replay(back).end_cycle == replay(s).end_cycle
+
+
+def test_a_schedule_file_written_before_the_field_keeps_its_launch_condition():
+    """Older schedule files carried the L2 state only in ``config``: read as what they meant."""
+    import json
+
+    from protosim.ir import ScheduleError, dumps, loads
+
+    d = json.loads(dumps(Case("v5", GemmConfig(**SMALL, l2_at_launch="inputs")).build()))
+    del d["l2_at_launch"]
+    assert d["config"]["l2_at_launch"] == "inputs"
+    assert loads(json.dumps(d)).l2_at_launch == "inputs"
+    with pytest.raises(ScheduleError, match="l2_at_launch = 'warm'"):
+        loads(json.dumps({**d, "l2_at_launch": "warm"}))
+
+
+def test_every_verdict_says_which_l2_state_it_assumed(tmp_path):
+    from protosim.report import render_run, run_scenario
+    from protosim.scenarios import load_scenario
+
+    path = tmp_path / "warm.toml"
+    path.write_text('builder = "hgemm_v5"\n[config]\n' + "".join(f"{k} = {v!r}\n".replace("'", '"')
+                                                                   for k, v in SMALL.items())
+                    + 'l2_at_launch = "inputs"\n')
+    rep = run_scenario(load_scenario(path), runs=1)
+    assert rep.verdict.to_json()["l2_at_launch"] == "inputs"
+    assert "L2 inputs at launch" in render_run(rep).splitlines()[0]

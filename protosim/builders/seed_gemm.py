@@ -45,6 +45,7 @@ def _schedule(step: int, cfg: GemmConfig, arch: ArchProfile, stages: int, tma: b
         buffers=buffers,
         roles=(RoleDecl("wg", WARPS),),
         ctas=tuple(CtaProgram(i, (tuple(ops),)) for i, ops in enumerate(ctas)),
+        l2_at_launch=cfg.l2_at_launch,
         config=cfg.to_dict(),
     )
 

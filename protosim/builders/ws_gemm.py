@@ -1,4 +1,4 @@
-"""The warp-specialized persistent GEMM (``kernels/hopper.py`` step ``ws``) as a schedule.
+"""The warp-specialized persistent GEMM (``kernels/tirx/hopper.py`` step ``ws``) as a schedule.
 
 Two roles per CTA, as in the kernel (160 threads):
 
@@ -148,6 +148,7 @@ def build_ws(cfg: GemmConfig) -> Schedule:
         buffers=buffers,
         roles=(RoleDecl(MMA_ROLE, CONSUMER_WARPS), RoleDecl(PRODUCER_ROLE, PRODUCER_WARPS)),
         ctas=tuple(ctas),
+        l2_at_launch=cfg.l2_at_launch,
         config=cfg.to_dict(),
     )
 

@@ -28,7 +28,7 @@ import re
 from collections import OrderedDict
 
 from protosim.arch import ArchProfile, interpolate
-from protosim.ir import WARP_PART, Schedule, ScheduleError
+from protosim.ir import WARP_PART, Schedule
 
 _TENSOR = re.compile(r"[A-Za-z_]\w*?(?=[\[(@#{]|$)")
 
@@ -40,19 +40,16 @@ def tensor_of(key: str) -> str:
 
 
 def l2_resident(schedule: Schedule, arch: ArchProfile) -> frozenset[str]:
-    """The tensors in L2 at launch under the schedule's ``l2_at_launch`` (default cold)."""
-    state = schedule.config.get("l2_at_launch", "cold")
-    if state == "cold":
-        return frozenset()
-    if state == "inputs":
+    """The tensors in L2 at launch under the schedule's ``l2_at_launch``."""
+    if schedule.l2_at_launch == "inputs":
         return resident_at_launch(schedule, arch.l2_bytes)
-    raise ScheduleError(f"schedule {schedule.name!r}: l2_at_launch = {state!r}; use 'cold' or 'inputs'")
+    return frozenset()
 
 
 def resident_at_launch(schedule: Schedule, capacity: int) -> frozenset[str]:
     """The input tensors still in L2 when the kernel starts, if its inputs were written
     just before the launch (in the order the kernel first reads them) and then its
-    outputs -- what ``kernels.run`` does.  L2 keeps the most recent writes: walking back
+    outputs -- what ``kernels.runner.gemm`` does.  L2 keeps the most recent writes: walking back
     from the outputs, a tensor is resident while it and everything written after it
     fit.  A tensor that only partly fits counts as cold (the conservative side)."""
     reads: dict[str, dict[str, int]] = {}

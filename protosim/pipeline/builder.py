@@ -308,13 +308,15 @@ class ScheduleBuilder:
             self._implicit = True
         self._ctas[-1].setdefault(role, []).append(op)
 
-    def build(self, config: dict[str, Any] | None = None) -> Schedule:
-        """The schedule, checked by :func:`protosim.ir.validate` (raises ``ScheduleError``)."""
+    def build(self, config: dict[str, Any] | None = None, l2_at_launch: str = "cold") -> Schedule:
+        """The schedule, checked by :func:`protosim.ir.validate` (raises ``ScheduleError``).
+        ``l2_at_launch``: ``cold``, or ``inputs`` when the kernel's inputs were written just
+        before the launch (a launch condition: part of the schedule's hash)."""
         roles = tuple(RoleDecl(r.name, r.warps) for r in self._roles)
         ctas = tuple(
             CtaProgram(i, tuple(tuple(ops.get(r.name, ())) for r in self._roles)) for i, ops in enumerate(self._ctas)
         )
         s = Schedule(self.name, self.arch, tuple(self._barriers), tuple(self._buffers), roles, ctas,
-                     config={"builder": "protosim.pipeline", **(config or {})})
+                     l2_at_launch=l2_at_launch, config={"builder": "protosim.pipeline", **(config or {})})
         validate(s)
         return s

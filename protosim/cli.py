@@ -196,7 +196,7 @@ def _parser() -> argparse.ArgumentParser:
     explore_args(r)
     r.add_argument("--slack", action="store_true", help="also measure how much lag of one warp the schedule tolerates")
     r.add_argument("--slack-warp", metavar="ROLE.wN",
-                   help="the warp --slack lags, e.g. wg.w1 or producer.w0 (default: warp 1 of the first role with two "
+                   help="the warp --slack lags, e.g. mma.w1 or producer.w0 (default: warp 1 of the first role with two "
                         "or more warps, else warp 0)")
     r.add_argument("--json", action="store_true", help="print the full report as JSON (ok, status and headline at the top level)")
 

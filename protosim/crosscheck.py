@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from protosim import hangs
 from protosim.arch import load_profile
 from protosim.builders import estimate_ops
 from protosim.config import DELAY_KNOBS, LAUNCH_KNOBS, ConfigError, GemmConfig
@@ -120,41 +121,17 @@ class Prediction:
         }
 
 
-def _running_k(schedule, cta: int, tile, k) -> int | None:
-    """The k-tile counter the kernel keeps: tiles walked before ``tile`` times K_TILES, plus k."""
-    if k is None:
-        return None
-    if tile is None:
-        return k
-    order: list = []
-    for program in schedule.ctas[cta].roles:
-        for op in program:
-            t = getattr(op, "tile", None)
-            if t is not None and t not in order:
-                order.append(t)
-    k_tiles = schedule.config.get("K", 0) // max(schedule.config.get("BLK_K", 1), 1)
-    return order.index(tile) * k_tiles + k if tile in order else k
-
-
-def _base(barrier: str) -> str:
-    return barrier.split("[", 1)[0]
-
-
-def _role(who: str) -> str:
-    return "producer" if who.startswith("prod") else "mma"
-
-
 def hang_sites(result) -> dict[int, set[Site]]:
-    """CTA -> every mbarrier wait a warp of it is stuck in.
+    """CTA -> every mbarrier wait a warp of it is stuck in, as the kernel names it
+    (:func:`protosim.hangs.hang_sites`: barrier array, role, running k-tile).
 
     The kernel's ``diag`` names the first thread of the whole grid whose wait ran out
     of budget: whichever hung thread began waiting first, by tens of cycles -- a
     difference the model's timing does not resolve.  So a silicon site matches when
     it is *one of* the CTA's stuck waits, not necessarily its earliest."""
     sites: dict[int, set[Site]] = {}
-    for b in result.blocked:
-        if b.on == "mbarrier":
-            sites.setdefault(b.cta, set()).add(Site(_base(b.target), _role(b.who), _running_k(result.schedule, b.cta, b.tile, b.k)))
+    for h in hangs.hang_sites(result):
+        sites.setdefault(h.cta, set()).add(Site(h.barrier, h.role, h.k))
     return sites
 
 

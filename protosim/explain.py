@@ -142,6 +142,11 @@ def _narrate(f: Finding, result: RunResult) -> list[str]:
             out.append(f"Barrier state at the end: phase {st['phase']} (parity {st['parity']}), pending "
                        f"{st['pending']}/{st['expected']}, tx-count {st['tx']}.")
         for w in ev.get("warps", [])[:4]:
-            out.append(f"  {w['who']} at op #{w['op']} ({w['op_kind']}) since cycle {cyc(w['since'])}, tile {w['tile']}, k={w['k']}")
+            line = f"  {w['who']} at op #{w['op']} ({w['op_kind']}) since cycle {cyc(w['since'])}, tile {w['tile']}, k={w['k']}"
+            site = w.get("kernel_site")
+            if site:  # what a watchdog in the kernel would record (protosim.hangs)
+                stage = f" stage {site['stage']}" if site["stage"] is not None else ""
+                line += f"; as the kernel counts it: {site['barrier']}{stage}, role {site['role']}, k-tile {site['k']}"
+            out.append(line)
         return out
     return [f.message]

@@ -50,7 +50,8 @@ def barrier_array(name: str) -> tuple[str, int | None]:
     return (m.group("base"), int(m.group("stage"))) if m else (name, None)
 
 
-def running_k(schedule: Schedule, cta: int, role: str, tile: tuple[int, int] | None, k: int | None) -> int | None:
+def running_k(schedule: Schedule, cta: int, role: str, tile: tuple[int, int] | None, k: int | None,
+              _walk: dict | None = None) -> int | None:
     """The k-tile counter of a thread of ``role`` in CTA ``cta`` at an op tagged
     (``tile``, ``k``): the k-tiles of every tile its program reached first, plus ``k``.
 
@@ -58,19 +59,24 @@ def running_k(schedule: Schedule, cta: int, role: str, tile: tuple[int, int] | N
     role first touches them), so it needs no knowledge of the builder's config."""
     if k is None or tile is None:
         return k
+    walk = _walk if _walk is not None else _tiles_walked(schedule, cta, role)
+    return walk[tile] + k if tile in walk else k
+
+
+def _tiles_walked(schedule: Schedule, cta: int, role: str) -> dict[tuple[int, int], int]:
+    """tile -> k-tiles of the tiles the role's program touched before it."""
     names = [r.name for r in schedule.roles]
     if role not in names:
-        return k
+        return {}
     ks: dict[tuple[int, int], set[int]] = {}
     for op in _program(schedule, cta)[names.index(role)]:
         if op.tile is not None and op.k is not None:
             ks.setdefault(op.tile, set()).add(op.k)
-    before = 0
+    walked, before = {}, 0
     for t, seen in ks.items():
-        if t == tile:
-            return before + k
+        walked[t] = before
         before += len(seen)
-    return k
+    return walked
 
 
 def _program(schedule: Schedule, cta: int):
@@ -85,10 +91,15 @@ def hang_sites(result: RunResult) -> list[HangSite]:
     waiting (the first is what a watchdog would most likely name: silicon's first timeout
     is whichever hung thread began waiting first, by tens of cycles)."""
     sites = []
+    walks: dict[tuple[int, str], dict] = {}  # one walk of a program per (CTA, role)
     for b in sorted(result.blocked, key=lambda b: (b.since, b.cta, b.who)):
         if b.on != "mbarrier":
             continue
         role = b.who.rsplit(".", 1)[0]
         array, stage = barrier_array(b.target)
-        sites.append(HangSite(b.cta, array, stage, role, running_k(result.schedule, b.cta, role, b.tile, b.k), b.who))
+        walk = walks.get((b.cta, role))
+        if walk is None:
+            walk = walks[(b.cta, role)] = _tiles_walked(result.schedule, b.cta, role)
+        sites.append(HangSite(b.cta, array, stage, role, running_k(result.schedule, b.cta, role, b.tile, b.k, walk),
+                              b.who))
     return sites

@@ -5,7 +5,7 @@ and returns plain records; the three views -- a Perfetto / Chrome trace
 (``protosim.views.trace``), a PNG (``protosim.views.plot``) and an HTML page
 (``protosim.views.html``) -- only draw them.  Times stay in cycles here.
 
-Tracks per CTA: one per warp (``wg.w0`` ...), ``TMA`` (loads and stores in flight,
+Tracks per CTA: one per warp (``mma.w0`` ...), ``TMA`` (loads and stores in flight,
 from issue to landing) and ``MMA`` (the tensor core's work, from start to finish).
 Slices on warp tracks are the waits that blocked, thread-side copies and stores,
 and the ops that hung at the end (deadlock).  Counters follow each mbarrier's

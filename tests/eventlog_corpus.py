@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(moved)} schedule hashes taken, every event log unchanged: {', '.join(moved) or '-'}")
         return 0
     if args.write:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()
         GOLDEN.parent.mkdir(parents=True, exist_ok=True)
         GOLDEN.write_text(json.dumps({"commit": commit, "cases": now}, indent=1, sort_keys=True) + "\n")

@@ -88,7 +88,7 @@ def test_four_issuers_are_overissue():
 def test_early_return_groups_warps_and_names_the_late_producer():
     v, r = judge(build("hgemm_v2", K=256, skip_mma_phase_flip=True))
     (f, *_) = [f for f in v.findings if f.kind == "early_return"]
-    assert f.evidence["warps"] == ["wg.w0", "wg.w1", "wg.w2", "wg.w3"]
+    assert f.evidence["warps"] == ["mma.w0", "mma.w1", "mma.w2", "mma.w3"]
     assert f.evidence["use"] == 1 and f.evidence["parity"] == 0 and f.evidence["satisfied_by_phase"] == 0
     assert max(f.evidence["producer_times"]) > f.evidence["returned"]
 

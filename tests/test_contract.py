@@ -107,8 +107,8 @@ def test_usage_errors_are_one_line_exit_2(capsys):
 
 
 def test_slack_never_lags_a_warp_the_schedule_does_not_have(capsys):
-    status, _, err = run(capsys, "run", CLEAN, "--runs", "1", "--slack", "--slack-warp", "wg.w7")
-    assert status == 2 and "the schedule has wg.w0, wg.w1, wg.w2, wg.w3" in one_line_error(err)
+    status, _, err = run(capsys, "run", CLEAN, "--runs", "1", "--slack", "--slack-warp", "mma.w7")
+    assert status == 2 and "the schedule has mma.w0, mma.w1, mma.w2, mma.w3" in one_line_error(err)
     status, out, _ = run(capsys, "run", str(SCEN / "ws_persistent_h200.toml"), "--runs", "1", "--slack",
                          "--slack-warp", "producer.w0")
     assert status == 0 and "of producer.w0 before each wait" in out

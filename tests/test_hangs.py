@@ -53,3 +53,18 @@ def test_sites_come_in_the_order_warps_began_waiting():
 
 def test_a_replay_that_finishes_has_no_sites():
     assert hang_sites(replay(load_scenario(builtin_dir() / "v5_ring.toml").build())) == []
+
+
+def test_the_deadlock_finding_names_the_hang_in_the_kernels_terms():
+    from protosim.checkers import run_checkers
+
+    result = replay(load_scenario(builtin_dir() / "v6_reset_phase_odd_k.toml").build())
+    sites = {(s.cta, s.who): s for s in hang_sites(result)}
+    deadlocks = [f for f in run_checkers(result) if f.kind == "deadlock" and f.evidence.get("resource") == "mbarrier"]
+    assert deadlocks
+    for f in deadlocks:
+        for w in f.evidence["warps"]:
+            s = sites[(f.cta, w["who"])]
+            assert w["kernel_site"] == {"barrier": s.barrier, "stage": s.stage, "role": s.role, "k": s.k}
+        first = sites[(f.cta, f.who)]
+        assert f"{first.role} waits on {first.barrier}, k-tile {first.k}" in f.message

@@ -102,7 +102,7 @@ def test_every_released_wait_has_a_flow_from_the_op_that_completed_its_phase():
     assert blocked and len(tl.flows) == len(blocked)
     for f in tl.flows:
         assert f.src_t <= f.dst_t
-        assert f.src_track in (TMA, MMA) or f.src_track.startswith("wg.")
+        assert f.src_track in (TMA, MMA) or f.src_track.startswith("mma.")
     # on the tcgen05 port an MMA's commit completes mma_bar; the TMA engine completes tma_bar
     assert {f.src_track for f in tl.flows if f.name.startswith("mma_bar")} == {MMA}
     assert {f.src_track for f in tl.flows if f.name.startswith("tma_bar")} == {TMA}

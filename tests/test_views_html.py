@@ -51,10 +51,10 @@ def _embedded(page: str) -> dict:
 
 def _synthetic(n: int) -> Timeline:
     """One CTA with ``n`` short slices (far more than pixels) and one finding."""
-    tracks = ["wg.w0", "wg.w1", "TMA", "MMA"]
+    tracks = ["mma.w0", "mma.w1", "TMA", "MMA"]
     cats = ["wait", "copy", "tma", "mma"]
     slices = [Slice(0, tracks[i % 4], f"op {i}", 4.0 * i, 4.0 * i + 3, cats[i % 4], {"i": i}) for i in range(n)]
-    marker = Marker(0, "wg.w0", 2.0 * n, "raw_hazard", "a read saw stale data", {"barrier": "bar"}, first=True)
+    marker = Marker(0, "mma.w0", 2.0 * n, "raw_hazard", "a read saw stale data", {"barrier": "bar"}, first=True)
     return Timeline("synthetic", "b200", 1.965, 4.0 * n, 1, [0], {0: tracks}, slices, [], [], [marker], "wrong")
 
 

@@ -48,6 +48,11 @@ WARPS = 4
 TMEM_ALLOC_COLUMNS = 512  # the seed allocates all 512 columns
 STORE_SYNC_ID = 10  # T.cuda.warpgroup_sync(10)
 MMA_BAR = "mma_bar"
+MMA_ROLE = "mma"
+"""The warpgroup that issues the MMAs (all of v1-v6; ws's consumer), named as the kernels'
+timeout records name it (``kernels/spec.py`` ``ROLE_NAMES``), so a simulated hang and a
+silicon one read alike (``protosim.hangs``)."""
+PRODUCER_ROLE = "producer"  # ws's TMA warp: ROLE_NAMES[1]
 
 
 def a_tile(m: int, k: int) -> str:

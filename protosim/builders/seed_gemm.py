@@ -16,7 +16,7 @@ whatever parity (or, with ``reset_phase_per_tile``, whatever stage) the buggy co
 from __future__ import annotations
 
 from protosim.arch import ArchProfile, load_profile
-from protosim.builders.gemm_cta import MMA_BAR, WARPS, GemmCta, storage, tma_bar
+from protosim.builders.gemm_cta import MMA_BAR, MMA_ROLE, WARPS, GemmCta, storage, tma_bar
 from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
 from protosim.ir import CtaProgram, CtaSync, Op, RoleDecl, Schedule
@@ -43,7 +43,7 @@ def _schedule(step: int, cfg: GemmConfig, arch: ArchProfile, stages: int, tma: b
         arch=arch.name,
         barriers=barriers,
         buffers=buffers,
-        roles=(RoleDecl("wg", WARPS),),
+        roles=(RoleDecl(MMA_ROLE, WARPS),),
         ctas=tuple(CtaProgram(i, (tuple(ops),)) for i, ops in enumerate(ctas)),
         l2_at_launch=cfg.l2_at_launch,
         config=cfg.to_dict(),

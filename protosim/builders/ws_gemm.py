@@ -52,15 +52,13 @@ extra ``tcgen05.commit`` onto a barrier the epilogue waits on, which no kernel h
 from __future__ import annotations
 
 from protosim.arch import load_profile
-from protosim.builders.gemm_cta import MMA_BAR, GemmCta, storage, tma_bar
+from protosim.builders.gemm_cta import MMA_BAR, MMA_ROLE, PRODUCER_ROLE, GemmCta, storage, tma_bar
 from protosim.builders.seed_gemm import persistent_tiles
 from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
 from protosim.ir import BarrierDecl, CtaProgram, CtaSync, Fence, Op, RoleDecl, Schedule
 from protosim.pipeline import Pipeline, PipelineState
 
-MMA_ROLE = "mma"  # kernels/spec.py ROLE_NAMES[0]
-PRODUCER_ROLE = "producer"  # ROLE_NAMES[1]
 CONSUMER_WARPS = 4
 PRODUCER_WARPS = 1
 

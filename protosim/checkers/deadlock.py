@@ -9,13 +9,23 @@ tx-count, and every warp blocked on it with the op it is stuck at.
 from __future__ import annotations
 
 from protosim.checkers.base import Finding, cyc
+from protosim.hangs import hang_sites
 
 KIND = "deadlock"
+
+
+def _kernel_terms(site) -> dict:
+    """How the kernel's watchdog would name this wait (``protosim.hangs``): barrier array,
+    stage, role and the thread's running k-tile."""
+    if site is None:
+        return {}
+    return {"kernel_site": {"barrier": site.barrier, "stage": site.stage, "role": site.role, "k": site.k}}
 
 
 def check(result) -> list[Finding]:
     if not result.deadlocked:
         return []
+    sites = {(h.cta, h.who): h for h in hang_sites(result)}
     groups: dict[tuple, list] = {}
     for b in result.blocked:
         groups.setdefault((b.cta, b.on, b.target), []).append(b)
@@ -27,7 +37,7 @@ def check(result) -> list[Finding]:
             "target": target,
             "warps": [
                 {"who": b.who, "op": b.op, "op_kind": b.op_kind, "since": b.since, "tile": b.tile, "k": b.k,
-                 "use": b.use, "parity": b.parity}
+                 "use": b.use, "parity": b.parity, **_kernel_terms(sites.get((b.cta, b.who)))}
                 for b in blocked
             ],
         }
@@ -36,6 +46,9 @@ def check(result) -> list[Finding]:
             evidence["barrier_state"] = {"phase": st.completed, "parity": st.parity, "pending": st.pending,
                                          "expected": st.expected, "tx": st.tx}
             want = f"waiting for phase {first.use} with parity {first.parity}"
+            site = sites.get((cta, first.who))
+            if site is not None and site.k is not None:
+                want += f" (in the kernel's terms: {site.role} waits on {site.barrier}, k-tile {site.k})"
         else:
             want = f"at {first.op_kind}"
         findings.append(Finding(

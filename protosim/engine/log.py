@@ -1,7 +1,7 @@
 """The one event log a replay writes and every checker reads.
 
 An :class:`Event` is ``(t, kind, cta, who, op, data)``: the cycle, what
-happened, which CTA, which actor (``"wg.w1"`` for warp 1 of role ``wg``, or a
+happened, which CTA, which actor (``"mma.w1"`` for warp 1 of role ``mma``, or a
 unit such as ``"tma"``), the index of the op in its role's program (-1 for unit
 events without one) and a small dict of facts.  Kinds and their data:
 

@@ -388,7 +388,7 @@ for (const cta of data.ctas) {
   for (const b of barriers) addRow({kind: "counter", label: b, cta, barrier: b, series: seriesIdx.get(key(cta, b)), h: COUNTER_H});
 }
 
-// A finding names a warp ("wg.w1"), a unit ("TMA") or a whole role ("wg"): the role's first warp.
+// A finding names a warp ("mma.w1"), a unit ("TMA") or a whole role ("mma"): the role's first warp.
 function markerRow(m) {
   return trackRow.get(key(m.cta, m.track))
     || rows.find((r) => r.kind === "track" && r.cta === m.cta && r.track.startsWith(m.track + "."))

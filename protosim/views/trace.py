@@ -5,7 +5,7 @@ https://docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU.
 Mapping:
 
 * a process per CTA (``pid`` = CTA + 1, named ``CTA n``), a thread per track
-  (``tid``; named ``wg.w0`` ..., ``TMA``, ``MMA``);
+  (``tid``; named ``mma.w0`` ..., ``TMA``, ``MMA``);
 * slices are complete events (``ph: X``).  Both viewers want the slices of one
   thread properly nested, but a TMA engine has several transfers in flight: a track
   whose slices overlap is split into lanes (``TMA``, ``TMA #2`` ...), each slice on

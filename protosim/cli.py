@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 import time
@@ -114,10 +115,10 @@ def _out(text: str) -> None:
 
 def _positive(name: str, low: int = 1, high: int | None = None):
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} {text!r}: not an integer") from None
+        # Decimal digits only: Python's int() also takes "1_0" (ten), which no one means on a command line.
+        if not re.fullmatch(r"[+-]?[0-9]+", text.strip()):
+            raise argparse.ArgumentTypeError(f"{name} {text!r}: not an integer")
+        value = int(text)
         if value < low:
             raise argparse.ArgumentTypeError(f"{name} {value}: must be >= {low}")
         if high is not None and value > high:

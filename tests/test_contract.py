@@ -335,3 +335,10 @@ def test_undefined_but_expressible_counts_are_findings_not_input_errors(capsys, 
     f.write_text(json.dumps(d))
     status, _, err = run(capsys, "run", str(f))
     assert status == 2 and "count = -1: must be >= 0" in one_line_error(err)
+
+
+@pytest.mark.parametrize("value", ["1_0", "0x10", "1e3", "٣"])
+def test_integer_flags_take_decimal_digits_only(capsys, value):
+    """Python's int() reads "1_0" as ten and "٣" as three; a command line means neither (found by the fuzzer)."""
+    status, _, err = run(capsys, "run", CLEAN, "--runs", value)
+    assert status == 2 and "--runs" in one_line_error(err) and "not an integer" in err

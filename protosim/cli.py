@@ -420,12 +420,12 @@ def _cmd_crosscheck(args) -> int:
         lines.append("then: protosim crosscheck report OUT.jsonl --plan " + str(args.out))
         _out("\n".join(lines))
         return OK
-    if args.json:
-        _check_out(args.json, "--json")
     try:
         records = cc.read_records(args.records, max_ops=args.max_ops)
     except cc.RecordError as e:
         raise UsageError(str(e)) from None
+    if args.json:  # after the inputs: a bad input is named first, as every command does
+        _check_out(args.json, "--json")
     plan = None
     if args.plan:
         try:
@@ -506,13 +506,14 @@ def _cmd_profile(args) -> int:
 
 
 def _nominal_timeline(args):
-    """Check the output path, replay the scenario once; its verdict, raw result and timeline."""
+    """Load the scenario, check the output path, replay once; its verdict, raw result and timeline.
+    The input is checked first, so when both are wrong the error names the input file."""
     from protosim.explain import primary
     from protosim.timeline import build_timeline
     from protosim.verdict import judge
 
-    _check_out(args.out, "-o")
     scenario = _load(args)
+    _check_out(args.out, "-o")
     schedule = scenario.build()
     if getattr(args, "cta", None) is not None and args.cta >= len(schedule.ctas):
         raise UsageError(f"--cta {args.cta}: the schedule has CTAs 0..{len(schedule.ctas) - 1}")

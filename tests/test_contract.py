@@ -342,3 +342,9 @@ def test_integer_flags_take_decimal_digits_only(capsys, value):
     """Python's int() reads "1_0" as ten and "٣" as three; a command line means neither (found by the fuzzer)."""
     status, _, err = run(capsys, "run", CLEAN, "--runs", value)
     assert status == 2 and "--runs" in one_line_error(err) and "not an integer" in err
+
+
+def test_a_bad_input_is_named_before_a_bad_output(capsys, tmp_path):
+    """Both wrong: the error names the input file (the fuzzer's `plot /dev/null -o ''`)."""
+    status, _, err = run(capsys, "plot", "/dev/null", "-o", str(tmp_path))
+    assert status == 2 and "/dev/null" in one_line_error(err)

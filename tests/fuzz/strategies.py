@@ -854,6 +854,7 @@ def crosscheck_cases(draw) -> FuzzCase:
     O.judge_records(j, files)
     argv = ["crosscheck", "report", "fz_rec.jsonl", "--runs", draw(st.sampled_from(("1", "1", "2")))]
     outputs = []
+    missing: tuple[str, ...] = ()
     if draw(st.booleans()):
         argv += ["--json", "fz_report.json"]
         outputs.append(("fz_report.json", "json"))
@@ -867,6 +868,7 @@ def crosscheck_cases(draw) -> FuzzCase:
             _judge_plan(j, plan)
         else:
             j.refuse("plan.missing", "--plan names a missing file")
+            missing = ("fz_plan.json",)  # the file to name is the one that is not there
         argv += ["--plan", "fz_plan.json"]
     if chance(draw, 20):
         argv += ["--rows", str(draw(st.sampled_from((0, 1, 5))))]
@@ -874,7 +876,7 @@ def crosscheck_cases(draw) -> FuzzCase:
     if not mutations and expect == "any":
         expect = "valid"
     return FuzzCase(path="crosscheck", argv=argv, files=files, expect=expect, reasons=j.reasons,
-                    problem_files=tuple(files), outputs=outputs, mode="subprocess", mutations=mutations,
+                    problem_files=tuple(files) + missing, outputs=outputs, mode="subprocess", mutations=mutations,
                     base=f"{len(recs)} silicon record(s)")
 
 

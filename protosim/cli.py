@@ -70,7 +70,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line usage errors (exit 2), as every other input error."""
 
     def error(self, message: str):  # noqa: D401 - argparse's name
-        print(f"{self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        print(f"{self.prog}: {one_line(message)} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(BAD_INPUT)
 
 
@@ -267,8 +267,17 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """The message with control characters escaped: an error quotes the user's input (a key
+    with a newline in it, say), and the contract is one stderr line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
+
+
 def _fail(message: str) -> int:
-    print(f"protosim: {message}", file=sys.stderr)
+    print(f"protosim: {one_line(message)}", file=sys.stderr)
     return BAD_INPUT
 
 

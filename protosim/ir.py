@@ -568,6 +568,9 @@ class Schedule:
 
 
 L2_AT_LAUNCH = ("cold", "inputs")
+MAX_PARTS = 1024
+"""Pieces of a buffer written separately: one per warp or per thread of a CTA, and no GPU
+runs more than 1,024 threads per CTA (CUDA Programming Guide, compute capabilities table)."""
 
 
 def validate(s: Schedule) -> None:
@@ -586,6 +589,9 @@ def validate(s: Schedule) -> None:
     for b in s.buffers:
         if b.stages < 1 or b.parts < 1:
             raise ScheduleError(f"buffer {b.name!r}: stages and parts must be >= 1")
+        if b.parts > MAX_PARTS:
+            raise ScheduleError(f"buffer {b.name!r}: {b.parts:,} parts; a part is what one warp or thread writes, "
+                                f"so at most {MAX_PARTS} (threads per CTA)")
     for cta in s.ctas:
         if len(cta.roles) != len(s.roles):
             raise ScheduleError(

@@ -348,3 +348,29 @@ def test_a_bad_input_is_named_before_a_bad_output(capsys, tmp_path):
     """Both wrong: the error names the input file (the fuzzer's `plot /dev/null -o ''`)."""
     status, _, err = run(capsys, "plot", "/dev/null", "-o", str(tmp_path))
     assert status == 2 and "/dev/null" in one_line_error(err)
+
+
+def test_an_error_quoting_control_characters_stays_one_line(capsys, tmp_path):
+    """A TOML key may hold a newline; the error quotes it escaped (fuzzer: a key 'fz_\\x04\\n...')."""
+    path = tmp_path / "k.toml"
+    path.write_text('builder = "hgemm_v2"\n"odd\\u0004\\nkey" = 1\n')
+    status, _, err = run(capsys, "run", str(path))
+    assert status == 2 and len(err.strip().splitlines()) == 1 and "odd\\x04\\nkey" in err
+
+
+def test_a_buffer_of_absurdly_many_parts_is_refused(capsys, tmp_path):
+    """1e9 parts made the checkers walk every part of every whole-stage read (fuzzer: MemoryError)."""
+    import json
+
+    from protosim.ir import MAX_PARTS, dumps
+    from protosim.scenarios import load_scenario
+
+    d = json.loads(dumps(load_scenario(CLEAN).build()))
+    d["buffers"][0]["parts"] = MAX_PARTS + 1
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(d))
+    status, _, err = run(capsys, "run", str(path), "--runs", "1")
+    assert status == 2 and f"at most {MAX_PARTS}" in one_line_error(err)
+    d["buffers"][0]["parts"] = MAX_PARTS  # the bound itself is a legal schedule
+    path.write_text(json.dumps(d))
+    assert run(capsys, "run", str(path), "--runs", "1")[0] in (0, 1)

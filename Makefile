@@ -32,7 +32,7 @@ slow: $(VENV)/.installed
 
 # The input fuzzer alone (tests/fuzz; CI size: PROTOSIM_FUZZ_EXAMPLES=N for more), and its census table.
 fuzz: $(VENV)/.installed
-	$(PY) -m pytest -q tests/fuzz
+	PROTOSIM_FUZZ_RANDOM=1 $(PY) -m pytest -q tests/fuzz
 
 census: $(VENV)/.installed
 	$(PY) -m tests.fuzz.census --examples 150 --seed 0 --json results/fuzz/census.json --txt results/fuzz/census.txt

@@ -3,9 +3,10 @@
 CI runs every ``test_fuzz_*`` suite at a modest size (``CI_EXAMPLES`` per input path,
 the whole package in about two minutes on two cores when the contract holds);
 ``pytest -m slow`` (``make slow``) runs the ``*_large`` variants at ``SLOW_EXAMPLES``.
-``PROTOSIM_FUZZ_EXAMPLES`` overrides both.  With ``CI`` set the draws are derandomized
-(the same inputs on every CI run); elsewhere each run draws new ones, and
-``PROTOSIM_FUZZ_SEED`` pins them.  Failing examples are not shrunk unless
+``PROTOSIM_FUZZ_EXAMPLES`` overrides both.  The default run is derandomized -- the same
+inputs on every run, so ``make test`` and CI are reproducible -- and finding *new* inputs is
+the job of ``make fuzz`` (``PROTOSIM_FUZZ_RANDOM=1``: each run draws new ones), ``make slow``
+and ``make census``; ``PROTOSIM_FUZZ_SEED`` pins a random run.  Failing examples are not shrunk unless
 ``PROTOSIM_FUZZ_SHRINK=1``: a hang costs the whole wall-clock limit per shrink step,
 and the failure report already prints a reproducer with the list of mutations.
 """

@@ -25,7 +25,7 @@ def fuzz(path: str, slow: bool = False):
         phases.append(Phase.shrink)
     pinned = os.environ.get("PROTOSIM_FUZZ_SEED")
     s = settings(max_examples=examples(path, slow), deadline=None, database=None, phases=phases, print_blob=True,
-                 derandomize=bool(os.environ.get("CI")) and not slow and pinned is None,
+                 derandomize=not slow and pinned is None and os.environ.get("PROTOSIM_FUZZ_RANDOM") != "1",
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
                                         HealthCheck.large_base_example])
 

@@ -50,9 +50,9 @@ class TensorCoreUnit(Unit):
 
     def handlers(self) -> dict[type[Op], Handler]:
         return {
-            Mma: Handler(self.issue_cost_of, self.mma),
+            Mma: Handler(self.mma_issue_cost, self.mma),
             MmaCommit: Handler(self.issue_cost, self.commit),
-            Wgmma: Handler(self.issue_cost_of, self.wgmma_issue, self.m.unblocked),
+            Wgmma: Handler(self.mma_issue_cost, self.wgmma_issue, self.m.unblocked),
             WgmmaWait: Handler(self.issue_cost, self.wgmma.wait, self.wgmma.woken),
         }
 
@@ -74,7 +74,7 @@ class TensorCoreUnit(Unit):
             shape = self._shapes[key] = self.arch.mma_cycles(*key)
         return shape
 
-    def issue_cost_of(self, w: WarpState, op: Mma | Wgmma) -> float:
+    def mma_issue_cost(self, w: WarpState, op: Mma | Wgmma) -> float:
         return self.arch.mma_thread_issue_cycles * self.shape(op)[1]
 
     # -- tcgen05 ---------------------------------------------------------------------

@@ -5,19 +5,14 @@ handoff pair), PipelineState stage/phase bookkeeping, and bug knobs that change 
 the code they name.
 
 As in test_kernels_seed.py, builds need the stub ``libcuda.so.1`` on ``LD_LIBRARY_PATH``
-at process start, so they run in two child processes (``python -m kernels.tirx.ws_sm100``
-with ``env_for_subprocess()``), once per module.
+at process start, so they run in child processes (``kernels.toolchain.sources``), once per module.
 """
 
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -27,11 +22,8 @@ if shutil.which("nvcc") is None:
 
 from kernel_sources import body, source
 
-from kernels.toolchain.compiler import env_for_subprocess
-from kernels.toolchain.sources import ERROR
+from kernels.toolchain.sources import ERROR, build_in_children
 from protosim.config import ConfigError, GemmConfig
-
-REPO = Path(__file__).resolve().parents[1]
 
 # 2x2 tiles on 3 persistent CTAs (CTA 0 runs two tiles), 4 k-tiles: every ring wraps.
 BASE = {"M": 256, "N": 256, "K": 256, "PIPE_DEPTH": 2, "sm_count": 3}
@@ -47,29 +39,15 @@ JOBS = {
     "reset": dict(BASE, reset_phase_per_tile=True),
 }
 
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, str]:
     """key -> CUDA source, or ``ERROR: ...`` when that build failed."""
-    out = tmp_path_factory.mktemp("ws_sm100")
-    keys = list(JOBS)
-    procs = [
-        subprocess.Popen([sys.executable, "-m", "kernels.tirx.ws_sm100", str(out), json.dumps({k: JOBS[k] for k in keys[i::2]})],
-                         cwd=REPO, env=env_for_subprocess(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for i in range(2)
-    ]
-    logs = "\n".join(p.communicate(timeout=600)[0] for p in procs)
-    result = {}
-    for key in keys:
-        cu, err = out / f"{key}.cu", out / f"{key}.err"
-        result[key] = cu.read_text() if cu.exists() else ERROR + (err.read_text() if err.exists() else logs[-6000:])
-    return result
-
+    jobs = {key: {"family": "book", "step": "v7", "config": cfg} for key, cfg in JOBS.items()}
+    return build_in_children(jobs, tmp_path_factory.mktemp("ws_sm100"))
 
 def calls(text: str, name: str) -> int:
     """Call sites of a generated helper whose name contains ``name``."""
     return len(re.findall(rf"\b\w*{name}\w*\(", text))
-
 
 def blocks(text: str, header: str) -> list[str]:
     """The brace-balanced bodies of every ``header {`` (a regex) in ``text``."""
@@ -82,14 +60,11 @@ def blocks(text: str, header: str) -> list[str]:
         found.append(text[m.end() : i - 1])
     return found
 
-
 def only(found: list[str], what: str) -> str:
     assert len(found) == 1, f"{what}: {len(found)} blocks"
     return found[0]
 
-
 ELECTED = r"if \(tvm_builtin_elect_one_sync_op\(\)\)"
-
 
 def roles(src: str) -> dict[str, str]:
     """The code of each role: warpgroup 1 warp 3 (producer), warp 0 (MMA), warpgroup 0 (writeback)."""
@@ -102,15 +77,12 @@ def roles(src: str) -> dict[str, str]:
             "producer_elected": only(blocks(producer, ELECTED), "producer elect"),
             "mma_elected": only(blocks(mma, ELECTED), "mma elect")}
 
-
 def inits(b: str) -> list[tuple[int, int]]:
     """(pool slot, arrival count) of every mbarrier.init, in order."""
     return [(int(s), int(c)) for s, c in re.findall(r"mbarrier_init\w*\(.*?pool_buf_ptr\)\[(\d+)\]\)+, \(uint\)(\d+)\);", b)]
 
-
 def changed(a: str, b: str) -> list[str]:
     return [d for d in difflib.ndiff(a.splitlines(), b.splitlines()) if d[:2] in ("- ", "+ ")]
-
 
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize("key", JOBS)
@@ -120,7 +92,6 @@ def test_builds_for_sm100a_with_two_warpgroups_on_a_1d_grid(built, key):
     b = body(src)
     assert "blockIdx.y" not in b
     assert re.search(rf"(\w+)\[0\] = \(\1\[0\] \+ {BASE['sm_count']}\);", b)  # persistent: stride = CTAs
-
 
 @pytest.mark.parametrize("key, depth", [("base", 2), ("depth3", 3), ("depth1", 1)])
 def test_four_barriers_full_empty_sized_pipe_depth_plus_accumulator_pair(built, key, depth):
@@ -147,7 +118,6 @@ def test_four_barriers_full_empty_sized_pipe_depth_plus_accumulator_pair(built, 
     assert re.search(r"mbarrier_arrive_arrive\w*\(\w+\(\(&\(" + at.format(ld2mma), r["wb"])
     assert re.search(wait.format(staged("ld_ps", ld2mma), "ld_ps"), r["mma_elected"])
 
-
 def test_tma_issued_by_one_elected_thread_of_the_producer_warp(built):
     r = roles(source(built, "base"))
     assert calls(r["body"], "cp_async_bulk_tensor_g2s") == 2  # A and B, nowhere else
@@ -156,7 +126,6 @@ def test_tma_issued_by_one_elected_thread_of_the_producer_warp(built):
     assert f"(uint){GemmConfig(**BASE).stage_bytes})" in r["producer_elected"]
     assert calls(r["mma"], "cp_async_bulk_tensor") == calls(r["wb"], "cp_async_bulk_tensor_g2s") == 0
 
-
 def test_mma_issued_by_one_elected_thread_of_the_mma_warp_and_committed(built):
     r = roles(source(built, "base"))
     n_mma = GemmConfig(**BASE).BLK_K // 16  # one tcgen05.mma per 16-wide K slice
@@ -164,7 +133,6 @@ def test_mma_issued_by_one_elected_thread_of_the_mma_warp_and_committed(built):
     assert calls(r["body"], "tcgen05_commit") == calls(r["mma_elected"], "tcgen05_commit") == 2  # mma2tma[stage], mma2ld
     k_loop = only(blocks(r["mma_elected"], r"for \(int k\w* = 0; k\w* < \d+; \+\+k\w*\)"), "MMA K loop")
     assert calls(k_loop, "tcgen05_commit") == 1  # per k-tile: release the stage; per tile: mma2ld
-
 
 def test_writeback_warpgroup_syncs_itself_and_stores_from_one_thread(built):
     r = roles(source(built, "base"))
@@ -180,7 +148,6 @@ def test_writeback_warpgroup_syncs_itself_and_stores_from_one_thread(built):
     assert indent("mbarrier_arrive_arrive") == indent("tvm_builtin_cuda_mbarrier_wait")
     assert calls(r["body"], "tcgen05_ld") == calls(wb, "tcgen05_ld") >= 1
 
-
 def test_pipeline_states_start_phases_and_flip(built):
     r = roles(source(built, "base"))
     start = {"producer": ("tma_ps", 1), "mma": ("mma_ps", 0), "wb": ("wb_ps", 0)}
@@ -193,7 +160,6 @@ def test_pipeline_states_start_phases_and_flip(built):
     # waits pass the phase variables; 4 waits in all
     assert calls(r["body"], "tvm_builtin_cuda_mbarrier_wait") == 4
 
-
 def test_added_tcgen05_fences_and_single_dealloc(built):
     r = roles(source(built, "base"))
     # the MMA orders its accumulator writes after the writeback's tcgen05.ld (ld2mma)
@@ -203,12 +169,10 @@ def test_added_tcgen05_fences_and_single_dealloc(built):
     tail = r["body"][r["body"].rindex("tvm_builtin_cuda_cta_sync()") :]
     assert re.search(r"if \(\(warp_id_in_cta >> 2\) == 0\) \{\s*if \(warp_id_in_cta == 0\) \{\s*\w*relinquish", tail)
 
-
 def test_depth1_uses_stage_zero_and_depth3_wraps_at_3(built):
     d1, d3 = roles(source(built, "depth1")), roles(source(built, "depth3"))
     assert "tma_ps_stage_ptr[0] *" not in d1["producer_elected"]  # Asmem[0]: a constant offset
     assert "tma_ps_stage_ptr[0] == 3" in d3["producer_elected"] and "mma_ps_stage_ptr[0] == 3" in d3["mma_elected"]
-
 
 # --------------------------------------------------------------------------- #
 # Each bug knob changes exactly the code it names.
@@ -216,13 +180,11 @@ def test_skip_mma_phase_flip_removes_only_the_producer_flip(built):
     diff = changed(source(built, "base"), source(built, "noflip"))
     assert diff == ["-               tma_ps_phase_ptr[0] = (tma_ps_phase_ptr[0] ^ 1);"], diff
 
-
 def test_expect_tx_delta_changes_only_the_expect_tx_bytes(built):
     diff = changed(source(built, "base"), source(built, "tx"))
     assert len(diff) == 2 and all("mbarrier_arrive_expect_tx" in d for d in diff), diff
     nbytes = GemmConfig(**BASE).stage_bytes
     assert diff[0][2:].replace(f"(uint){nbytes})", f"(uint){nbytes - 16})") == diff[1][2:]
-
 
 @pytest.mark.parametrize("key, ps", [("parity-mma", "tma_ps"), ("parity-tma", "mma_ps")])
 def test_wait_parity_flip_inverts_only_that_wait(built, key, ps):
@@ -230,11 +192,9 @@ def test_wait_parity_flip_inverts_only_that_wait(built, key, ps):
     assert len(diff) == 2 and all("mbarrier_wait" in d and f"{ps}_phase_ptr" in d for d in diff), diff
     assert diff[0][2:].replace(f"({ps}_phase_ptr[0] ^ 0)", f"({ps}_phase_ptr[0] ^ 1)") == diff[1][2:]
 
-
 def test_skip_store_wait_removes_only_the_wait_group(built):
     diff = changed(body(source(built, "base")), body(source(built, "nostorewait")))
     assert len(diff) == 1 and diff[0].startswith("- ") and "wait_group" in diff[0], diff
-
 
 def test_reset_phase_per_tile_only_adds_reinits_inside_the_tile_loops(built):
     diff = changed(source(built, "base"), source(built, "reset"))
@@ -245,7 +205,6 @@ def test_reset_phase_per_tile_only_adds_reinits_inside_the_tile_loops(built):
     for role, ps in (("producer", "tma_ps"), ("mma", "mma_ps"), ("wb", "wb_ps")):
         loop = r[role][r[role].index("while (1)") :]
         assert f"{ps}_stage_ptr[0] = 0;" in loop, role
-
 
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize(

@@ -89,11 +89,6 @@ import dataclasses
 
 from protosim.config import DELAY_KNOBS, ConfigError, GemmConfig
 
-if __name__ == "__main__":  # CLI: the stub libcuda must be on the loader path before tvm loads
-    from kernels.toolchain.compiler import ensure_stub_on_path
-
-    ensure_stub_on_path()
-
 from tvm.backend.cuda.lang.pipeline import MBarrier, PipelineState, TCGen05Bar, TMABar
 from tvm.backend.cuda.lang.tile_scheduler import ClusterPersistentScheduler2D
 from tvm.script import tirx as T
@@ -353,35 +348,3 @@ def ws_step7(cfg: GemmConfig):
 
 WS_STEPS = {"v7": ws_step7}
 """Step name -> builder ``f(cfg) -> PrimFunc`` (uncompiled), like ``seed_sm100.SEED_STEPS``."""
-
-
-def _main(argv: list[str] | None = None) -> int:
-    """``python -m kernels.tirx.ws_sm100 OUTDIR '{"key": {GemmConfig fields}, ...}'``: build step 7
-    for sm_100a once per key, writing ``OUTDIR/key.cu`` (or ``key.err``: the reason it did not build).
-    Tests run this as a child process: a build needs the stub libcuda on the loader path at start."""
-    import json
-    import sys
-    import traceback
-    from pathlib import Path
-
-    from kernels.toolchain.compiler import compile_primfunc, cuda_source
-
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        print(_main.__doc__, file=sys.stderr)
-        return 2
-    out = Path(args[0])
-    out.mkdir(parents=True, exist_ok=True)
-    failed = 0
-    for key, config in json.loads(args[1]).items():
-        try:
-            func = ws_step7(GemmConfig.from_dict(config))
-            (out / f"{key}.cu").write_text(cuda_source(compile_primfunc(func, "sm_100a", f"ws step 7 {key}")))
-        except Exception as exc:  # noqa: BLE001  (record the reason for this key and go on)
-            failed += 1
-            (out / f"{key}.err").write_text(f"{type(exc).__name__}: {str(exc)[-4000:]}\n" + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

@@ -5,9 +5,9 @@ Tests and reviewers read the CUDA a kernel lowers to.  A build needs the stub
 the caller (pytest, say) may not have, so builds run in children started with
 :func:`kernels.toolchain.compiler.env_for_subprocess`.
 
-A job is ``{"family": "seed" | "hopper", "step": ..., "config": {...}, "trace": bool}``:
-``seed`` is the article's Blackwell steps for sm_100a, ``hopper`` the sm_90a
-protocol kernels; ``{"family": "probe", "probe": name}`` is one of the mbarrier
+A job is ``{"family": "seed" | "book" | "hopper", "step": ..., "config": {...}, "trace": bool}``:
+``seed`` is the article's Blackwell steps for sm_100a, ``book`` the book's later steps
+(``v7``, kernels/tirx/ws_sm100.py) for sm_100a, ``hopper`` the sm_90a protocol kernels; ``{"family": "probe", "probe": name}`` is one of the mbarrier
 probes (kernels/tirx/mbar_probes.py).  A failed build yields ``"ERROR: <tvm's message>"`` for that key.
 """
 
@@ -40,6 +40,10 @@ def _build_one(job: dict) -> str:
         from ..tirx.seed_sm100 import SEED_STEPS
 
         return cuda_source(compile_primfunc(SEED_STEPS[job["step"]](cfg), "sm_100a", f"seed {job['step']}"))
+    if job["family"] == "book":
+        from ..tirx.ws_sm100 import WS_STEPS
+
+        return cuda_source(compile_primfunc(WS_STEPS[job["step"]](cfg), "sm_100a", f"book {job['step']}"))
     from ..tirx import hopper
 
     spec = hopper.KernelSpec(job["step"], cfg, job.get("trace", False))

@@ -345,6 +345,3 @@ def ws_step7(cfg: GemmConfig):
 
     return kernel
 
-
-WS_STEPS = {"v7": ws_step7}
-"""Step name -> builder ``f(cfg) -> PrimFunc`` (uncompiled), like ``seed_sm100.SEED_STEPS``."""

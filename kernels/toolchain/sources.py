@@ -7,7 +7,7 @@ the caller (pytest, say) may not have, so builds run in children started with
 
 A job is ``{"family": "seed" | "book" | "hopper", "step": ..., "config": {...}, "trace": bool}``:
 ``seed`` is the article's Blackwell steps for sm_100a, ``book`` the book's later steps
-(``v7``, kernels/tirx/ws_sm100.py) for sm_100a, ``hopper`` the sm_90a protocol kernels; ``{"family": "probe", "probe": name}`` is one of the mbarrier
+(``v7``..``v9``, kernels/tirx/book.py) for sm_100a, ``hopper`` the sm_90a protocol kernels; ``{"family": "probe", "probe": name}`` is one of the mbarrier
 probes (kernels/tirx/mbar_probes.py).  A failed build yields ``"ERROR: <tvm's message>"`` for that key.
 """
 
@@ -41,9 +41,9 @@ def _build_one(job: dict) -> str:
 
         return cuda_source(compile_primfunc(SEED_STEPS[job["step"]](cfg), "sm_100a", f"seed {job['step']}"))
     if job["family"] == "book":
-        from ..tirx.ws_sm100 import WS_STEPS
+        from ..tirx.book import book_step
 
-        return cuda_source(compile_primfunc(WS_STEPS[job["step"]](cfg), "sm_100a", f"book {job['step']}"))
+        return cuda_source(compile_primfunc(book_step(job["step"])(cfg), "sm_100a", f"book {job['step']}"))
     from ..tirx import hopper
 
     spec = hopper.KernelSpec(job["step"], cfg, job.get("trace", False))

@@ -1,0 +1,324 @@
+"""The book's step 9 -- multi-consumer warp specialization -- on the released TIRx, single CTA.
+
+Source: "Scaling GEMM with Warp Specialization and Clusters", step 9
+(``shared/docs/book/gemm_steps_7_9.md``, "Step 9: Multi-Consumer Warp Specialization" and
+its "Complete Kernel" listing), ported to ``apache-tvm==0.27.0.post1`` for ``sm_100a``
+(compile-only here) on the step-7 port (:mod:`kernels.tirx.ws_sm100`), whose spellings,
+fences and knobs it keeps.  ``consumers_step9(cfg)`` returns the uncompiled ``@T.prim_func``.
+
+**Single CTA, not the book's 2-CTA cluster.**  The book writes step 9 on top of step 8's
+cluster (``cta_group=2`` MMAs, ``remote_view`` barriers in CTA 0, a 512x256 cluster tile).
+Step 8 is being ported separately (``cluster_sm100.py``); this module keeps the step-9
+structure -- the second consumer's rows, A blocks, TMEM columns, warp roles and barriers --
+on the one-CTA step-7 base, so the output tile is ``(NUM_CONSUMER * BLK_M) x BLK_N``
+(256x128 by default) instead of 512x256, every MMA is ``cta_group=1``, and the barriers
+are local.
+
+Structure (three warpgroups, 384 threads, ``SM_COUNT`` persistent CTAs walking
+``ClusterPersistentScheduler2D`` tiles of ``NUM_CONSUMER * BLK_M`` rows):
+
+    warpgroup 2, warp 3  TMA producer, one elected lane: per k-tile ``mma2tma.wait``,
+                         three TMA loads onto ``tma2mma[stage]`` -- ``Asmem[stage, 0]``
+                         (rows ``m_st``), ``Asmem[stage, 1]`` (rows ``m_st + BLK_M``) and
+                         the shared ``Bsmem[stage]`` -- and one ``arrive.expect_tx`` of
+                         ``(2 * BLK_M + BLK_N) * BLK_K * 2`` bytes.
+    warpgroup 2, warp c  MMA consumer c (c = 0, 1), one elected lane: per tile
+                         ``ld2mma.wait(c)``, per k-tile ``tma2mma.wait(stage)`` (both
+                         consumers wait on the same full barrier), ``tcgen05.mma`` of
+                         ``Asmem[stage, c]`` x ``Bsmem[stage]`` into TMEM columns
+                         ``[c * BLK_N, (c + 1) * BLK_N)``, ``tcgen05.commit`` onto
+                         ``mma2tma[stage]``; after the K loop ``tcgen05.commit`` onto
+                         ``mma2ld[c]``.
+    warpgroup c          writeback of consumer c (c = 0, 1; 128 threads):
+                         ``mma2ld.wait(c)``, then per ``EPI_N``-column chunk TMEM ->
+                         registers -> ``Dsmem[c]`` -> one thread's TMA store of rows
+                         ``m_st + c * BLK_M`` between two ``warpgroup_sync(10 + c)``;
+                         after the chunks every thread arrives on ``ld2mma[c]``.
+
+Barriers: ``tma2mma[PIPE_DEPTH]`` (full, count 1), ``mma2tma[PIPE_DEPTH]`` (empty, count
+``NUM_CONSUMER``: the stage is free once *both* consumers' MMAs have read it),
+``mma2ld[NUM_CONSUMER]`` (accumulator c full, count 1) and ``ld2mma[NUM_CONSUMER]``
+(accumulator c read out, count 128) -- the last two indexed by consumer, not by stage.
+
+Differences from the book's listing (besides the single CTA above):
+
+* Everything step 7's port changed (``ws_sm100`` docstring): released spellings
+  (``T.cuda.elect_sync()``, full PTX modifier names), barriers initialised after
+  ``pool.commit()``, TMEM ``allocated_addr=0``, shapes/depth/L2 group/CTA count from
+  :class:`~protosim.config.GemmConfig`, a depth-1 ring indexing SMEM stage 0 as a constant.
+* ``EPI_N = min(64, BLK_N)`` (the book: 64 with BLK_N fixed at 128 per CTA).
+* Added, as in step 7: ``tcgen05.fence::after_thread_sync`` after each consumer's
+  ``ld2mma`` wait and ``fence::before_thread_sync`` before the writeback's ``ld2mma``
+  arrive; TMEM freed by warpgroup 0 warp 0 only (the book's ``if warp_id == 0`` holds in
+  all three warpgroups).
+
+Bug knobs honoured (the step-7 set, same meaning; each changes only the code it names):
+``skip_mma_phase_flip`` (the producer's empty-ring state never flips), ``expect_tx_delta``,
+``wait_parity_flip`` (``"mma"``: the producer's ``mma2tma`` waits, ``"tma"``: both
+consumers' ``tma2mma`` waits -- one line of code), ``skip_store_wait``,
+``reset_phase_per_tile``.  Refused with :class:`~protosim.config.ConfigError`:
+``tma_issuer="each_warp"`` and the delay knobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from protosim.config import DELAY_KNOBS, ConfigError, GemmConfig
+
+from tvm.backend.cuda.lang.pipeline import MBarrier, PipelineState, TCGen05Bar, TMABar
+from tvm.backend.cuda.lang.tile_scheduler import ClusterPersistentScheduler2D
+from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TCol, TileLayout, TLane, tid_in_wg
+
+from kernels.tirx.seed_sm100 import (
+    B200_SM_COUNT,
+    F16_SIZE,
+    SMEM_LIMIT,
+    TMEM_COLS,
+    _check,
+    _ld_chunk,
+    _swizzle,
+    acc_type,
+    a_type,
+    b_type,
+    d_type,
+)
+from kernels.tirx.ws_sm100 import CONSUMER_START, HONOURED_KNOBS, PRODUCER_START, WB_BAR, advance_frozen_phase, slot
+
+NUM_CONSUMER = 2
+"""MMA consumers (and writeback warpgroups): consumer c owns A rows ``m_st + c*BLK_M`` and TMEM columns ``[c*BLK_N, (c+1)*BLK_N)``."""
+
+EPI_N = 64
+"""Columns per writeback chunk (the book's ``EPI_N``), or BLK_N when narrower."""
+
+
+def stage_bytes(cfg: GemmConfig) -> int:
+    """Bytes one k-tile brings in: ``NUM_CONSUMER`` A blocks and the shared B block."""
+    return (NUM_CONSUMER * cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * F16_SIZE
+
+
+def _check_v9(cfg: GemmConfig) -> int:
+    """Refuse what step 9 does not build; return its ``EPI_N``."""
+    cfg.validate()
+    for knob in (*cfg.bug_knobs, *(k for k in DELAY_KNOBS if getattr(cfg, k) != getattr(GemmConfig(), k))):
+        if knob not in HONOURED_KNOBS:
+            raise ConfigError(
+                knob,
+                f"step 9 builds only the knobs {', '.join(HONOURED_KNOBS)}; "
+                f"{knob}={getattr(cfg, knob)!r} is not modelled in kernels/tirx/consumers_sm100.py",
+            )
+    # the seed port's shape checks on the knob-free config (they refuse knobs of their own)
+    _check(dataclasses.replace(cfg, **{k: getattr(GemmConfig(), k) for k in HONOURED_KNOBS}), "step 9")
+    if cfg.M % (NUM_CONSUMER * cfg.BLK_M):
+        raise ConfigError("M", f"M={cfg.M}: step 9's tile has {NUM_CONSUMER} x BLK_M = {NUM_CONSUMER * cfg.BLK_M} rows; pick M as a multiple")
+    epi_n = min(EPI_N, cfg.BLK_N)
+    if cfg.BLK_N % epi_n:
+        raise ConfigError("BLK_N", f"{cfg.BLK_N} is not a multiple of the writeback chunk EPI_N={epi_n}")
+    _swizzle(epi_n, "BLK_N")
+    smem = 1024 + cfg.PIPE_DEPTH * stage_bytes(cfg) + NUM_CONSUMER * cfg.BLK_M * epi_n * F16_SIZE
+    if smem > SMEM_LIMIT:
+        raise ConfigError("PIPE_DEPTH", f"step 9 needs {smem} B of shared memory, over the {SMEM_LIMIT} B a CTA may have on sm_100")
+    return epi_n
+
+
+def consumers_step9(cfg: GemmConfig):
+    EPI = _check_v9(cfg)
+    M, N, K = cfg.M, cfg.N, cfg.K
+    BLK_M, BLK_N, BLK_K = cfg.BLK_M, cfg.BLK_N, cfg.BLK_K
+    LD_CHUNK = _ld_chunk(EPI)
+    K_TILES = K // BLK_K
+    PIPE_DEPTH = cfg.PIPE_DEPTH
+    SM_COUNT = cfg.sm_count if cfg.sm_count is not None else B200_SM_COUNT
+    L2_GROUP = cfg.l2_group_size
+    WG_NUMBER = NUM_CONSUMER + 1
+    TX_BYTES = stage_bytes(cfg) + cfg.expect_tx_delta
+    # bug knobs, as compile-time constants
+    FLIP_EMPTY = not cfg.skip_mma_phase_flip  # the producer's (empty-ring) phase flips
+    WRONG_EMPTY = 1 if cfg.wait_parity_flip == "mma" else 0  # producer's mma2tma waits
+    WRONG_FULL = 1 if cfg.wait_parity_flip == "tma" else 0  # consumers' tma2mma waits
+    STORE_WAIT = not cfg.skip_store_wait
+    RESET = cfg.reset_phase_per_tile
+    mode = _swizzle(BLK_K, "BLK_K")
+    A_layout = mma_shared_layout(a_type, mode, (PIPE_DEPTH, NUM_CONSUMER, BLK_M, BLK_K))
+    B_layout = mma_shared_layout(b_type, mode, (PIPE_DEPTH, BLK_N, BLK_K))
+    D_layout = mma_shared_layout(d_type, _swizzle(EPI, "BLK_N"), (NUM_CONSUMER, BLK_M, EPI))
+
+    @T.prim_func
+    def kernel(
+        A: T.Buffer((M, K), a_type),
+        B: T.Buffer((N, K), b_type),
+        D: T.Buffer((M, N), d_type),
+    ):
+        T.device_entry()
+        bx = T.cta_id([SM_COUNT])
+        wg_id = T.warpgroup_id([WG_NUMBER])
+        warp_id = T.warp_id_in_wg([4])
+        lane_id = T.lane_id([32])
+
+        # --- Allocation ---
+        pool = T.SMEMPool()
+        tmem_addr = pool.alloc((1,), "uint32")
+        tma2mma = TMABar(pool, PIPE_DEPTH)  # full: stage loaded (2 A blocks + B)
+        mma2tma = TCGen05Bar(pool, PIPE_DEPTH)  # empty: both consumers done reading the stage
+        mma2ld = TCGen05Bar(pool, NUM_CONSUMER)  # accumulator c ready for writeback c
+        ld2mma = MBarrier(pool, NUM_CONSUMER)  # accumulator c read out: its TMEM columns free
+        pool.move_base_to(1024)
+        Asmem = pool.alloc((PIPE_DEPTH, NUM_CONSUMER, BLK_M, BLK_K), a_type, layout=A_layout)
+        Bsmem = pool.alloc((PIPE_DEPTH, BLK_N, BLK_K), b_type, layout=B_layout)
+        Dsmem = pool.alloc((NUM_CONSUMER, BLK_M, EPI), d_type, layout=D_layout)
+        pool.commit()
+
+        # --- Barrier init ---
+        tma2mma.init(1)
+        mma2tma.init(NUM_CONSUMER)  # each stage: one commit per consumer
+        mma2ld.init(1)  # each slot: its consumer's commit
+        ld2mma.init(128)  # each slot: the 128 threads of its writeback warpgroup
+
+        # --- TMEM alloc + fences ---
+        if wg_id == 0:
+            if warp_id == 0:
+                T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(T.address_of(tmem_addr), T.uint32(TMEM_COLS))
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.cuda.cta_sync()
+
+        tmem = T.decl_buffer(
+            (128, TMEM_COLS),
+            acc_type,
+            scope="tmem",
+            allocated_addr=0,
+            layout=TileLayout(S[(128, TMEM_COLS) : (1 @ TLane, 1 @ TCol)]),
+        )
+
+        # --- Tile scheduler: (NUM_CONSUMER * BLK_M) x BLK_N tiles ---
+        tile_scheduler = ClusterPersistentScheduler2D(
+            "ts",
+            num_m_tiles=M // (NUM_CONSUMER * BLK_M),
+            num_n_tiles=N // BLK_N,
+            l2_group_size=L2_GROUP,
+            num_clusters=SM_COUNT,
+        )
+        tile_scheduler.init(bx)
+        m_st = T.meta_var(tile_scheduler.m_idx * NUM_CONSUMER * BLK_M)  # consumer 0's rows
+        n_st = T.meta_var(tile_scheduler.n_idx * BLK_N)
+
+        # =============================================
+        # Warpgroup 2: TMA producer (warp 3) + MMA consumers (warps 0, 1)
+        # =============================================
+        if wg_id == NUM_CONSUMER:
+            if warp_id == 3:
+                # === TMA producer: NUM_CONSUMER A blocks + one shared B block per stage ===
+                tma_ps = PipelineState(PIPE_DEPTH, phase=PRODUCER_START)
+
+                @T.inline
+                def tma_load(k_offset):
+                    tma_config = T.meta_var({"dispatch": "tma_auto", "cta_group": 1, "mbar": tma2mma.ptr_to([tma_ps.stage])})
+                    for c in T.unroll(NUM_CONSUMER):
+                        Tx.copy_async(
+                            Asmem[slot(tma_ps), c, :, :],
+                            A[m_st + c * BLK_M : m_st + c * BLK_M + BLK_M, k_offset : k_offset + BLK_K],
+                            **tma_config,
+                        )
+                    Tx.copy_async(Bsmem[slot(tma_ps), :, :], B[n_st : n_st + BLK_N, k_offset : k_offset + BLK_K], **tma_config)
+
+                if T.cuda.elect_sync():
+                    while tile_scheduler.valid():
+                        if RESET:
+                            tma_ps.init(PRODUCER_START)
+                        for k in range(K_TILES):
+                            mma2tma.wait(tma_ps.stage, tma_ps.phase ^ WRONG_EMPTY)
+                            tma_load(k * BLK_K)
+                            tma2mma.arrive(tma_ps.stage, TX_BYTES)
+                            if FLIP_EMPTY:
+                                tma_ps.advance()
+                            else:
+                                advance_frozen_phase(tma_ps)
+                        tile_scheduler.next_tile()
+
+            elif warp_id < NUM_CONSUMER:
+                # === MMA consumer warp_id: its A block, its TMEM columns, its mma2ld/ld2mma slot ===
+                mma_ps = PipelineState(PIPE_DEPTH, phase=CONSUMER_START)
+                ld_ps = PipelineState(1, phase=PRODUCER_START)
+
+                if T.cuda.elect_sync():
+                    while tile_scheduler.valid():
+                        if RESET:
+                            mma_ps.init(CONSUMER_START)
+                            ld_ps.init(PRODUCER_START)
+                        # Wait for this consumer's TMEM columns to be read out
+                        ld2mma.wait(warp_id, ld_ps.phase)
+                        ld_ps.advance()
+                        T.ptx.tcgen05.fence__after_thread_sync()  # added
+
+                        for k in range(K_TILES):
+                            tma2mma.wait(mma_ps.stage, mma_ps.phase ^ WRONG_FULL)
+                            Tx.gemm_async(
+                                tmem[:, warp_id * BLK_N : warp_id * BLK_N + BLK_N],
+                                Asmem[slot(mma_ps), warp_id, :, :],
+                                Bsmem[slot(mma_ps), :, :],
+                                accum=(k != 0),
+                                dispatch="tcgen05",
+                                cta_group=1,
+                            )
+                            mma2tma.arrive(mma_ps.stage, cta_group=1, cta_mask=0)
+                            mma_ps.advance()
+
+                        # Signal this consumer's results ready for its writeback warpgroup
+                        mma2ld.arrive(warp_id, cta_group=1, cta_mask=0)
+                        tile_scheduler.next_tile()
+
+        # =============================================
+        # Warpgroups 0, 1: writeback of consumer wg_id
+        # =============================================
+        elif wg_id < NUM_CONSUMER:
+            wb_ps = PipelineState(1, phase=CONSUMER_START)
+            reg = T.alloc_local((EPI,), acc_type)
+            reg_f16 = T.alloc_local((EPI,), d_type)
+            reg_wg = reg.view(128, EPI, layout=TileLayout(S[(128, EPI) : (1 @ tid_in_wg, 1)]))
+
+            while tile_scheduler.valid():
+                if RESET:
+                    wb_ps.init(CONSUMER_START)
+                # Wait for THIS consumer's results
+                mma2ld.wait(wg_id, wb_ps.phase)
+                wb_ps.advance()
+                T.ptx.tcgen05.fence__after_thread_sync()
+
+                for i in T.unroll(BLK_N // EPI):
+                    # TMEM -> registers (warpgroup scope), EPI columns of this consumer's range
+                    for c in T.unroll(EPI // LD_CHUNK):
+                        col = T.meta_var(wg_id * BLK_N + i * EPI + c * LD_CHUNK)
+                        Tx.wg.copy_async(reg_wg[:, c * LD_CHUNK : (c + 1) * LD_CHUNK], tmem[:, col : col + LD_CHUNK])
+                    T.ptx.tcgen05.wait__ld.sync.aligned()
+                    Tx.cast(reg_f16[:], reg[:])
+
+                    # Registers -> Dsmem[wg_id], then one thread's TMA store
+                    Tx.copy(Dsmem[wg_id, warp_id * 32 + lane_id, :], reg_f16[:])
+                    T.ptx.fence.proxy.async_.shared__cta()
+                    T.cuda.warpgroup_sync(WB_BAR + wg_id)
+                    if warp_id == 0:
+                        if lane_id == 0:
+                            m_wb = T.meta_var(m_st + wg_id * BLK_M)
+                            n_wb = T.meta_var(n_st + i * EPI)
+                            Tx.copy_async(D[m_wb : m_wb + BLK_M, n_wb : n_wb + EPI], Dsmem[wg_id, :, :], dispatch="tma_auto")
+                            T.ptx.cp.async_.bulk.commit_group()
+                            if STORE_WAIT:
+                                T.ptx.cp.async_.bulk.wait_group(0)
+                    T.cuda.warpgroup_sync(WB_BAR + wg_id)
+
+                # This consumer's TMEM columns free (all 128 threads arrive)
+                T.ptx.tcgen05.fence__before_thread_sync()  # added
+                ld2mma.arrive(wg_id)
+                tile_scheduler.next_tile()
+
+        # --- Cleanup: the allocating warp frees TMEM ---
+        T.cuda.cta_sync()
+        if wg_id == 0:
+            if warp_id == 0:
+                T.ptx.tcgen05.relinquish_alloc_permit.cta_group__1.sync.aligned()
+                T.ptx.tcgen05.dealloc.cta_group__1.sync.aligned.b32(tmem_addr[0], T.uint32(TMEM_COLS))
+
+    return kernel

@@ -1,0 +1,261 @@
+"""The book's step 9 (kernels/tirx/consumers_sm100.py, single CTA) builds for sm_100a on the
+released TIRx, and the generated CUDA has the multi-consumer protocol: one producer warp
+loading two A blocks and one shared B block per stage, two MMA consumer warps each issuing
+``tcgen05.mma`` from one elected lane on its own A block and TMEM columns, two writeback
+warpgroups, the empty ring released by both consumers (count 2), the accumulator handoff
+indexed by consumer -- and bug knobs that change exactly the code they name.
+
+Builds run in child processes (``kernels.toolchain.sources``), once per module.  The small
+CUDA-reading helpers below (``calls``, ``blocks``, ``only``, ``inits``, ``changed``) are
+local copies of test_kernels_ws_sm100.py's, kept here while those move to kernel_sources.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+
+import pytest
+
+pytest.importorskip("tvm")
+if shutil.which("nvcc") is None:
+    pytest.skip("nvcc is not on PATH: the CUDA toolkit (12.8+) is needed to build sm_100a kernels", allow_module_level=True)
+
+from kernel_sources import body, source
+
+from kernels.toolchain.sources import build_in_children
+from protosim.config import ConfigError, GemmConfig
+
+# 2x2 tiles of 256x128 on 3 persistent CTAs (CTA 0 runs two tiles), 4 k-tiles: every ring wraps.
+BASE = {"M": 512, "N": 256, "K": 256, "PIPE_DEPTH": 2, "sm_count": 3}
+JOBS = {
+    "base": BASE,
+    "depth3": dict(BASE, K=384, PIPE_DEPTH=3),
+    "depth1": dict(BASE, PIPE_DEPTH=1),
+    "noflip": dict(BASE, skip_mma_phase_flip=True),
+    "tx": dict(BASE, expect_tx_delta=-16),
+    "parity-mma": dict(BASE, wait_parity_flip="mma"),
+    "parity-tma": dict(BASE, wait_parity_flip="tma"),
+    "nostorewait": dict(BASE, skip_store_wait=True),
+    "reset": dict(BASE, reset_phase_per_tile=True),
+}
+cfg = GemmConfig(**BASE)
+TX_BYTES = (2 * cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * 2  # two A blocks + one B block
+CHUNKS = cfg.BLK_N // 64  # writeback chunks of EPI_N = 64 columns
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, str]:
+    jobs = {key: {"family": "book", "step": "v9", "config": c} for key, c in JOBS.items()}
+    return build_in_children(jobs, tmp_path_factory.mktemp("consumers_sm100"))
+
+
+def calls(text: str, name: str) -> int:
+    return len(re.findall(rf"\b\w*{name}\w*\(", text))
+
+
+def blocks(text: str, header: str) -> list[str]:
+    """The brace-balanced bodies of every ``header {`` (a regex) in ``text``."""
+    found = []
+    for m in re.finditer(header + r"\s*\{", text):
+        depth, i = 1, m.end()
+        while depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        found.append(text[m.end() : i - 1])
+    return found
+
+
+def only(found: list[str], what: str) -> str:
+    assert len(found) == 1, f"{what}: {len(found)} blocks"
+    return found[0]
+
+
+def inits(b: str) -> list[tuple[int, int]]:
+    """(pool slot, arrival count) of every mbarrier.init, in order."""
+    return [(int(s), int(c)) for s, c in re.findall(r"mbarrier_init\w*\(.*?pool_buf_ptr\)\[(\d+)\]\)+, \(uint\)(\d+)\);", b)]
+
+
+def changed(a: str, b: str) -> list[str]:
+    return [d for d in difflib.ndiff(a.splitlines(), b.splitlines()) if d[:2] in ("- ", "+ ")]
+
+
+ELECTED = r"if \(tvm_builtin_elect_one_sync_op\(\)\)"
+WARP_C, WG_C = "(warp_id_in_cta & 3)", "(warp_id_in_cta >> 2)"  # consumer index: MMA warp / writeback warpgroup
+WARP, WG = re.escape(WARP_C), re.escape(WG_C)
+
+
+def roles(src: str) -> dict[str, str]:
+    """Warpgroup 2: warp 3 producer, warps 0-1 MMA consumers; warpgroups 0-1 writeback."""
+    b = body(src)
+    wg2 = only(blocks(b, rf"if \({WG} == 2\)"), "warpgroup 2")
+    producer = only(blocks(wg2, rf"if \({WARP} == 3\)"), "producer warp")
+    mma = only(blocks(wg2, rf"if \({WARP} < 2\)"), "MMA consumer warps")
+    wb = only([blk for blk in blocks(b, r"if \(warp_id_in_cta < 8\)") if "while (1)" in blk], "writeback")
+    return {"body": b, "producer": producer, "mma": mma, "wb": wb,
+            "producer_elected": only(blocks(producer, ELECTED), "producer elect"),
+            "mma_elected": only(blocks(mma, ELECTED), "mma elect")}
+
+
+def slots(b: str, depth: int) -> dict[str, int]:
+    s = inits(b)
+    first = s[0][0]
+    assert [x for x, _ in s] == list(range(first, first + 2 * depth + 4)), s
+    return {"full": first, "empty": first + depth, "mma2ld": first + 2 * depth, "ld2mma": first + 2 * depth + 2}
+
+
+BAR = r"\(\(uint64_t\*\)pool_buf_ptr\)\[\({} \+ {}\)\]"  # barrier[index + first slot]
+WAIT = r"tvm_builtin_cuda_mbarrier_wait\(\(&\({}\)\), \(*{}_phase_ptr\[0\]"
+
+
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("key", JOBS)
+def test_builds_for_sm100a_with_three_warpgroups_on_a_1d_grid(built, key):
+    src = source(built, key)
+    assert "__launch_bounds__(384)" in src  # two writeback warpgroups + producer/MMA warpgroup
+    b = body(src)
+    assert "blockIdx.y" not in b and "cta_group__2" not in b  # one CTA, no cluster
+    assert re.search(rf"(\w+)\[0\] = \(\1\[0\] \+ {BASE['sm_count']}\);", b)  # persistent: stride = CTAs
+
+
+@pytest.mark.parametrize("key, depth", [("base", 2), ("depth3", 3), ("depth1", 1)])
+def test_barriers_empty_ring_counts_both_consumers_and_handoff_is_per_consumer(built, key, depth):
+    b = body(source(built, key))
+    # tma2mma[depth]: 1 (expect_tx); mma2tma[depth]: 2 (one commit per consumer);
+    # mma2ld[2]: 1 (its consumer's commit); ld2mma[2]: 128 (its writeback warpgroup)
+    assert [c for _, c in inits(b)] == [1] * depth + [2] * depth + [1, 1] + [128, 128], inits(b)
+    slots(b, depth)
+
+
+def test_producer_one_elected_thread_loads_two_a_blocks_and_one_shared_b(built):
+    r = roles(source(built, "base"))
+    s = slots(r["body"], 2)
+    g2s = r"cp_async_bulk_tensor_g2s\w*\("
+    assert calls(r["body"], "cp_async_bulk_tensor_g2s") == calls(r["producer_elected"], "cp_async_bulk_tensor_g2s") == 3
+    loads = re.findall(g2s + r".*", r["producer_elected"])
+    assert [("A_tensormap" in ld, "B_tensormap" in ld) for ld in loads] == [(True, False), (True, False), (False, True)]
+    # consumer 1's A rows are consumer 0's plus BLK_M; the tile is 2 * BLK_M rows
+    a0, a1 = (re.search(r"\(k \* 64\), (.*?), tvm_builtin", ld).group(1) for ld in loads[:2])
+    assert a0 == "(_ptr[0] * 256)" and a1 == "((_ptr[0] * 256) + 128)", (a0, a1)
+    # all three complete on the same full barrier, armed once with the bytes of all three
+    full = BAR.format(r"tma_ps_stage_ptr\[0\]", s["full"])
+    assert all(re.search(full + r"\)+;$", ld) for ld in loads), loads
+    assert calls(r["body"], "mbarrier_arrive_expect_tx") == calls(r["producer_elected"], "mbarrier_arrive_expect_tx") == 1
+    assert re.search(r"expect_tx\w*\(\w+\(\(&\(" + full + rf"\)\)\), \(uint\){TX_BYTES}\);", r["producer_elected"])
+    assert re.search(WAIT.format(BAR.format(r"tma_ps_stage_ptr\[0\]", s["empty"]), "tma_ps"), r["producer_elected"])
+    assert calls(r["mma"], "cp_async_bulk_tensor") == calls(r["wb"], "cp_async_bulk_tensor_g2s") == 0
+
+
+def test_two_mma_consumers_issue_from_one_elected_lane_on_their_own_rows_and_tmem_columns(built):
+    r = roles(source(built, "base"))
+    s = slots(r["body"], 2)
+    me = r["mma_elected"]
+    n_mma = cfg.BLK_K // 16
+    assert calls(r["body"], "tcgen05_mma") == calls(me, "tcgen05_mma") == n_mma  # one code path, warps 0 and 1
+    a_block = cfg.BLK_M * cfg.BLK_K * 2 // 16  # Asmem[stage, c]: descriptor units of 16 B
+    for mma in re.findall(r"tcgen05_mma\w*\((.*)\);", me):
+        assert mma.startswith(f"((uint)({WARP_C} * {cfg.BLK_N}))"), mma  # TMEM cols [c*BLK_N, ...)
+    assert len(re.findall(rf"{WARP} \* {a_block}\)", me)) >= n_mma  # A descriptor: + c * A block
+    # both consumers wait on the same full barrier and commit onto the same empty one
+    assert re.search(WAIT.format(BAR.format(r"mma_ps_stage_ptr\[0\]", s["full"]), "mma_ps"), me)
+    k_loop = only(blocks(me, r"for \(int k\w* = 0; k\w* < \d+; \+\+k\w*\)"), "MMA K loop")
+    assert re.search(r"tcgen05_commit\w*\(\w+\(\(&\(" + BAR.format(r"mma_ps_stage_ptr\[0\]", s["empty"]), k_loop)
+    # then its own accumulator handoff slot, indexed by the warp
+    assert calls(me, "tcgen05_commit") == calls(r["body"], "tcgen05_commit") == 2
+    assert re.search(r"tcgen05_commit\w*\(\w+\(\(&\(" + BAR.format(WARP, s["mma2ld"]), me)
+    assert re.search(WAIT.format(BAR.format(WARP, s["ld2mma"]), "ld_ps"), me)
+    assert re.search(r"ld_ps_phase_ptr\[0\] \^ 1\);\s*tvm_builtin_ptx_tcgen05_fence\w*after_thread_sync\(\)", me)
+
+
+def test_each_writeback_warpgroup_reads_its_consumers_columns_and_rows(built):
+    r = roles(source(built, "base"))
+    s = slots(r["body"], 2)
+    wb = r["wb"]
+    assert re.search(WAIT.format(BAR.format(WG, s["mma2ld"]), "wb_ps"), wb)
+    lds = re.findall(r"tcgen05_ld\w*\(.*get_tmem_addr\(\(uint\)0, 0, (.*)\)\);", wb)
+    assert lds == [f"({WG_C} * {cfg.BLK_N})"] + [
+        f"(({WG_C} * {cfg.BLK_N}) + {64 * i})" for i in range(1, CHUNKS)], lds
+    assert calls(r["body"], "tcgen05_ld") == len(lds)
+    # per chunk: named barrier 10 + c around one thread's TMA store of this consumer's rows
+    assert len(re.findall(rf"tvm_builtin_cuda_warpgroup_sync\(\({WG} \+ 10\)\);", wb)) == 2 * CHUNKS
+    stores = blocks(wb, r"if \(\(warp_id_in_cta % 4\) == 0\)")
+    assert len(stores) == CHUNKS and calls(r["body"], "cp_async_bulk_tensor_s2g") == CHUNKS
+    for st in stores:
+        assert "% 32) == 0)" in st and calls(st, "commit_group") == calls(st, "wait_group") == 1
+        assert re.search(rf"\(\(_ptr\[0\] \* 256\) \+ \({WG} \* 128\)\)", st)
+    # after the chunks, all 128 threads release this consumer's TMEM columns
+    arrive = re.search(r"\n( *)tvm_builtin_ptx_tcgen05_fence\w*before_thread_sync\(\);\s*\w*mbarrier_arrive_arrive\w*\(\w+\(\(&\(" + BAR.format(WG, s["ld2mma"]), wb)
+    assert arrive and arrive.group(1) == re.search(r"\n( *)tvm_builtin_cuda_mbarrier_wait", wb).group(1)
+    assert wb.rindex("cp_async_bulk_tensor_s2g") < arrive.start()
+
+
+def test_pipeline_states_start_phases_flip_and_single_dealloc(built):
+    r = roles(source(built, "base"))
+    for role, ps, phase in (("producer", "tma_ps", 1), ("mma", "mma_ps", 0), ("mma", "ld_ps", 1), ("wb", "wb_ps", 0)):
+        assert f"{ps}_phase_ptr[0] = {phase};" in r[role].split("while (1)")[0], ps
+        assert len(re.findall(rf"{ps}_phase_ptr\[0\] = \({ps}_phase_ptr\[0\] \^ 1\);", r["body"])) == 1, ps
+    assert calls(r["body"], "tvm_builtin_cuda_mbarrier_wait") == 4
+    assert calls(r["body"], "tcgen05_dealloc") == calls(r["body"], "tcgen05_alloc") == 1
+    tail = r["body"][r["body"].rindex("tvm_builtin_cuda_cta_sync()") :]
+    assert re.search(r"if \(\(warp_id_in_cta >> 2\) == 0\) \{\s*if \(warp_id_in_cta == 0\) \{\s*\w*relinquish", tail)
+
+
+def test_depth1_uses_stage_zero_and_depth3_wraps_at_3(built):
+    d1, d3 = roles(source(built, "depth1")), roles(source(built, "depth3"))
+    assert "tma_ps_stage_ptr[0] *" not in d1["producer_elected"]
+    assert "tma_ps_stage_ptr[0] == 3" in d3["producer_elected"] and "mma_ps_stage_ptr[0] == 3" in d3["mma_elected"]
+
+
+# --------------------------------------------------------------------------- #
+# Each bug knob changes exactly the code it names.
+def test_skip_mma_phase_flip_removes_only_the_producer_flip(built):
+    diff = changed(source(built, "base"), source(built, "noflip"))
+    assert diff == ["-               tma_ps_phase_ptr[0] = (tma_ps_phase_ptr[0] ^ 1);"], diff
+
+
+def test_expect_tx_delta_changes_only_the_expect_tx_bytes(built):
+    diff = changed(source(built, "base"), source(built, "tx"))
+    assert len(diff) == 2 and all("mbarrier_arrive_expect_tx" in d for d in diff), diff
+    assert diff[0][2:].replace(f"(uint){TX_BYTES})", f"(uint){TX_BYTES - 16})") == diff[1][2:]
+
+
+@pytest.mark.parametrize("key, ps", [("parity-mma", "tma_ps"), ("parity-tma", "mma_ps")])
+def test_wait_parity_flip_inverts_only_that_wait(built, key, ps):
+    diff = changed(source(built, "base"), source(built, key))
+    assert len(diff) == 2 and all("mbarrier_wait" in d and f"{ps}_phase_ptr" in d for d in diff), diff
+    assert diff[0][2:].replace(f"({ps}_phase_ptr[0] ^ 0)", f"({ps}_phase_ptr[0] ^ 1)") == diff[1][2:]
+
+
+def test_skip_store_wait_removes_only_the_wait_groups(built):
+    diff = changed(body(source(built, "base")), body(source(built, "nostorewait")))
+    assert len(diff) == CHUNKS and all(d.startswith("- ") and "wait_group" in d for d in diff), diff
+
+
+def test_reset_phase_per_tile_only_adds_reinits_inside_the_tile_loops(built):
+    diff = changed(source(built, "base"), source(built, "reset"))
+    assert all(d.startswith("+ ") for d in diff), diff
+    expected = {f"{ps}_{f}_ptr[0] = {v};" for ps, v in (("tma_ps", 1), ("mma_ps", 0), ("ld_ps", 1), ("wb_ps", 0)) for f, v in (("stage", 0), ("phase", v))}
+    assert sorted(d[2:].strip() for d in diff) == sorted(expected)
+    r = roles(source(built, "reset"))
+    for role, ps in (("producer", "tma_ps"), ("mma", "mma_ps"), ("mma", "ld_ps"), ("wb", "wb_ps")):
+        assert f"{ps}_stage_ptr[0] = 0;" in r[role][r[role].index("while (1)") :], ps
+
+
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize(
+    "cfg, field",
+    [
+        (dict(BASE, tma_issuer="each_warp"), "tma_issuer"),
+        (dict(BASE, producer_delay_ns=100), "producer_delay_ns"),
+        (dict(BASE, M=384), "M"),  # not a multiple of 2 * BLK_M
+        (dict(BASE, N=384, BLK_N=96), "BLK_N"),  # not a multiple of EPI_N = 64
+        (dict(BASE, BLK_N=256, PIPE_DEPTH=4), "PIPE_DEPTH"),  # 4 x 64 KB stages: over 227 KB
+    ],
+)
+def test_unbuildable_configs_raise_config_error(cfg, field):
+    from kernels.tirx.consumers_sm100 import consumers_step9
+
+    with pytest.raises(ConfigError) as info:
+        consumers_step9(GemmConfig(**cfg))
+    assert info.value.field == field

@@ -137,19 +137,20 @@ def slot(ps):
     return ps.stage if ps.depth > 1 else 0
 
 
-def _check_ws(cfg: GemmConfig) -> None:
-    """Refuse knobs this kernel does not build, then the seed port's shape/SMEM checks."""
+def _check_ws(cfg: GemmConfig, step: str = "step 7", honoured: tuple[str, ...] = HONOURED_KNOBS, where: str = "kernels/tirx/ws_sm100.py") -> None:
+    """Refuse knobs this kernel (``step``, built in ``where``) does not build, then the seed
+    port's shape/SMEM checks (PIPE_DEPTH stages of A and B plus one BLK_M x BLK_N Dsmem)."""
     cfg.validate()
     changed = (*cfg.bug_knobs, *(k for k in DELAY_KNOBS if getattr(cfg, k) != getattr(GemmConfig(), k)))
     for knob in changed:
-        if knob not in HONOURED_KNOBS:
+        if knob not in honoured:
             raise ConfigError(
                 knob,
-                f"step 7 builds only the knobs {', '.join(HONOURED_KNOBS)}; "
-                f"{knob}={getattr(cfg, knob)!r} is not modelled in kernels/tirx/ws_sm100.py",
+                f"{step} builds only the knobs {', '.join(honoured)}; "
+                f"{knob}={getattr(cfg, knob)!r} is not modelled in {where}",
             )
     # the shared checks (SMEM budget with Dsmem) on the knob-free config: they refuse knobs of their own
-    _check(dataclasses.replace(cfg, **{k: getattr(GemmConfig(), k) for k in HONOURED_KNOBS}), "step 7", stages=cfg.PIPE_DEPTH, d_tile=True)
+    _check(dataclasses.replace(cfg, **{k: getattr(GemmConfig(), k) for k in honoured}), step, stages=cfg.PIPE_DEPTH, d_tile=True)
 
 
 def ws_step7(cfg: GemmConfig):

@@ -1,9 +1,11 @@
-"""The book's step 9 (kernels/tirx/consumers_sm100.py, single CTA) builds for sm_100a on the
-released TIRx, and the generated CUDA has the multi-consumer protocol: one producer warp
-loading two A blocks and one shared B block per stage, two MMA consumer warps each issuing
-``tcgen05.mma`` from one elected lane on its own A block and TMEM columns, two writeback
-warpgroups, the empty ring released by both consumers (count 2), the accumulator handoff
-indexed by consumer -- and bug knobs that change exactly the code they name.
+"""The book's step 9 (kernels/tirx/consumers_sm100.py) builds for sm_100a on the released
+TIRx, and the generated CUDA has the multi-consumer protocol on step 8's 2-CTA cluster: one
+producer warp per CTA loading two A blocks and one shared B slice per stage onto CTA 0's
+full barrier, two MMA consumer warps in CTA 0 each issuing ``tcgen05.mma.cta_group::2`` from
+one elected lane on its own A block and TMEM columns, two writeback warpgroups per CTA, the
+empty ring released by both consumers (count 2), the accumulator handoff indexed by
+consumer (``ld2mma`` counting both CTAs' 128 threads) -- and bug knobs that change exactly
+the code they name.
 
 Builds run in child processes (``kernels.toolchain.sources``), once per module.  The small
 CUDA-reading helpers below (``calls``, ``blocks``, ``only``, ``inits``, ``changed``) are
@@ -27,8 +29,9 @@ from kernel_sources import body, source
 from kernels.toolchain.sources import build_in_children
 from protosim.config import ConfigError, GemmConfig
 
-# 2x2 tiles of 256x128 on 3 persistent CTAs (CTA 0 runs two tiles), 4 k-tiles: every ring wraps.
-BASE = {"M": 512, "N": 256, "K": 256, "PIPE_DEPTH": 2, "sm_count": 3}
+# 2x2 cluster tiles of 512x256 on 3 persistent clusters of 2 CTAs (cluster 0 runs two tiles),
+# 4 k-tiles: every ring wraps.
+BASE = {"M": 1024, "N": 512, "K": 256, "PIPE_DEPTH": 2, "sm_count": 6}
 JOBS = {
     "base": BASE,
     "depth3": dict(BASE, K=384, PIPE_DEPTH=3),
@@ -41,8 +44,10 @@ JOBS = {
     "reset": dict(BASE, reset_phase_per_tile=True),
 }
 cfg = GemmConfig(**BASE)
-TX_BYTES = (2 * cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * 2  # two A blocks + one B block
-CHUNKS = cfg.BLK_N // 64  # writeback chunks of EPI_N = 64 columns
+MMA_N = 2 * cfg.BLK_N  # each consumer's accumulator columns per CTA
+TX_BYTES = 2 * (2 * cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * 2  # both CTAs' two A blocks + B slice
+CHUNKS = MMA_N // 64  # writeback chunks of EPI_N = 64 columns
+RANK = "((int)tvm_builtin_cluster_ctaid_x())"  # the CTA's rank in its cluster
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +92,7 @@ WARP, WG = re.escape(WARP_C), re.escape(WG_C)
 
 
 def roles(src: str) -> dict[str, str]:
-    """Warpgroup 2: warp 3 producer, warps 0-1 MMA consumers; warpgroups 0-1 writeback."""
+    """Warpgroup 2: warp 3 producer, warps 0-1 MMA consumers (CTA 0); warpgroups 0-1 writeback."""
     b = body(src)
     wg2 = only(blocks(b, rf"if \({WG} == 2\)"), "warpgroup 2")
     producer = only(blocks(wg2, rf"if \({WARP} == 3\)"), "producer warp")
@@ -95,6 +100,7 @@ def roles(src: str) -> dict[str, str]:
     wb = only([blk for blk in blocks(b, r"if \(warp_id_in_cta < 8\)") if "while (1)" in blk], "writeback")
     return {"body": b, "producer": producer, "mma": mma, "wb": wb,
             "producer_elected": only(blocks(producer, ELECTED), "producer elect"),
+            "mma_cta0": only(blocks(mma, rf"if \({re.escape(RANK)} == 0\)"), "MMA in CTA 0"),
             "mma_elected": only(blocks(mma, ELECTED), "mma elect")}
 
 
@@ -111,51 +117,60 @@ WAIT = r"tvm_builtin_cuda_mbarrier_wait\(\(&\({}\)\), \(*{}_phase_ptr\[0\]"
 
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize("key", JOBS)
-def test_builds_for_sm100a_with_three_warpgroups_on_a_1d_grid(built, key):
+def test_builds_for_sm100a_as_clusters_of_two_ctas_with_three_warpgroups(built, key):
     src = source(built, key)
     assert "__launch_bounds__(384)" in src  # two writeback warpgroups + producer/MMA warpgroup
     b = body(src)
-    assert "blockIdx.y" not in b and "cta_group__2" not in b  # one CTA, no cluster
-    assert re.search(rf"(\w+)\[0\] = \(\1\[0\] \+ {BASE['sm_count']}\);", b)  # persistent: stride = CTAs
+    assert "blockIdx.y" not in b and f"int cbx = {RANK};" in b
+    assert re.search(rf"(\w+)\[0\] = \(\1\[0\] \+ {BASE['sm_count'] // 2}\);", b)  # persistent: stride = clusters
+    # the cluster syncs after the barrier init (CTA 1 reaches CTA 0's barriers) and before the dealloc
+    assert calls(b, "tvm_builtin_cuda_cluster_sync") == 2
+    assert b.index("fence_mbarrier_init") < b.index("tvm_builtin_cuda_cluster_sync") < b.index("while (1)")
+    assert calls(b, "tcgen05_dealloc_dealloc_cta_group__2") == calls(b, "tcgen05_alloc_alloc_cta_group__2") == 1
 
 
 @pytest.mark.parametrize("key, depth", [("base", 2), ("depth3", 3), ("depth1", 1)])
 def test_barriers_empty_ring_counts_both_consumers_and_handoff_is_per_consumer(built, key, depth):
     b = body(source(built, key))
     # tma2mma[depth]: 1 (expect_tx); mma2tma[depth]: 2 (one commit per consumer);
-    # mma2ld[2]: 1 (its consumer's commit); ld2mma[2]: 128 (its writeback warpgroup)
-    assert [c for _, c in inits(b)] == [1] * depth + [2] * depth + [1, 1] + [128, 128], inits(b)
-    slots(b, depth)
+    # mma2ld[2]: 1 (its consumer's commit); ld2mma[2]: 256 (its writeback warpgroup in both CTAs)
+    assert [c for _, c in inits(b)] == [1] * depth + [2] * depth + [1, 1] + [256, 256], inits(b)
+    s = slots(b, depth)
+    # CTA 1 reaches CTA 0's full ring and ld2mma through mapa (rank 0)
+    assert re.findall(r"mapa_u64\(\w+\[0\], \(&\(\(\(uint64_t\*\)pool_buf_ptr\)\[(\d+)\]\)\), \(uint\)0\);", b) == [str(s["full"]), str(s["ld2mma"])]
 
 
-def test_producer_one_elected_thread_loads_two_a_blocks_and_one_shared_b(built):
+def test_producer_one_elected_thread_per_cta_loads_two_a_blocks_and_one_shared_b(built):
     r = roles(source(built, "base"))
     s = slots(r["body"], 2)
     g2s = r"cp_async_bulk_tensor_g2s\w*\("
     assert calls(r["body"], "cp_async_bulk_tensor_g2s") == calls(r["producer_elected"], "cp_async_bulk_tensor_g2s") == 3
     loads = re.findall(g2s + r".*", r["producer_elected"])
     assert [("A_tensormap" in ld, "B_tensormap" in ld) for ld in loads] == [(True, False), (True, False), (False, True)]
-    # consumer 1's A rows are consumer 0's plus BLK_M; the tile is 2 * BLK_M rows
-    a0, a1 = (re.search(r"\(k \* 64\), (.*?), tvm_builtin", ld).group(1) for ld in loads[:2])
-    assert a0 == "(_ptr[0] * 256)" and a1 == "((_ptr[0] * 256) + 128)", (a0, a1)
-    # all three complete on the same full barrier, armed once with the bytes of all three
-    full = BAR.format(r"tma_ps_stage_ptr\[0\]", s["full"])
-    assert all(re.search(full + r"\)+;$", ld) for ld in loads), loads
+    assert all("cta_group__2" in ld for ld in loads)
+    # this CTA's rows of consumer 0, of consumer 1 (2 * BLK_M further), its B slice; the cluster tile is 512 x 256
+    rows = [re.search(r"\(k \* 64\), (.*?), tvm_builtin", ld).group(1) for ld in loads]
+    assert rows == [f"((_ptr[0] * 512) + ({RANK} * 128))", f"(((_ptr[0] * 512) + ({RANK} * 128)) + 256)", f"((_ptr_1[0] * 256) + ({RANK} * 128))"], rows
+    # all three complete on CTA 0's full barrier; CTA 0's lane arms it once with both CTAs' bytes
+    assert all(ld.endswith(r"remote_mbar_ptr[tma_ps_stage_ptr[0]]))));") for ld in loads), loads
     assert calls(r["body"], "mbarrier_arrive_expect_tx") == calls(r["producer_elected"], "mbarrier_arrive_expect_tx") == 1
-    assert re.search(r"expect_tx\w*\(\w+\(\(&\(" + full + rf"\)\)\), \(uint\){TX_BYTES}\);", r["producer_elected"])
+    arm = only(blocks(r["producer_elected"], rf"if \({re.escape(RANK)} == 0\)"), "CTA 0's arm")
+    assert re.search(rf"expect_tx_shared__cluster\w*\(\w+\(\(&\(remote_mbar_ptr\[tma_ps_stage_ptr\[0\]\]\)\)\), \(uint\){TX_BYTES}\);", arm)
     assert re.search(WAIT.format(BAR.format(r"tma_ps_stage_ptr\[0\]", s["empty"]), "tma_ps"), r["producer_elected"])
     assert calls(r["mma"], "cp_async_bulk_tensor") == calls(r["wb"], "cp_async_bulk_tensor_g2s") == 0
 
 
-def test_two_mma_consumers_issue_from_one_elected_lane_on_their_own_rows_and_tmem_columns(built):
+def test_two_mma_consumers_in_cta0_issue_from_one_elected_lane_on_their_own_rows_and_tmem_columns(built):
     r = roles(source(built, "base"))
     s = slots(r["body"], 2)
     me = r["mma_elected"]
+    assert me in r["mma_cta0"]  # only CTA 0 issues the pair MMAs
     n_mma = cfg.BLK_K // 16
     assert calls(r["body"], "tcgen05_mma") == calls(me, "tcgen05_mma") == n_mma  # one code path, warps 0 and 1
     a_block = cfg.BLK_M * cfg.BLK_K * 2 // 16  # Asmem[stage, c]: descriptor units of 16 B
     for mma in re.findall(r"tcgen05_mma\w*\((.*)\);", me):
-        assert mma.startswith(f"((uint)({WARP_C} * {cfg.BLK_N}))"), mma  # TMEM cols [c*BLK_N, ...)
+        assert mma.startswith(f"((uint)({WARP_C} * {MMA_N}))"), mma  # TMEM cols [c*2*BLK_N, ...)
+    assert all("cta_group__2" in m for m in re.findall(r"\w*tcgen05_mma\w*", me))
     assert len(re.findall(rf"{WARP} \* {a_block}\)", me)) >= n_mma  # A descriptor: + c * A block
     # both consumers wait on the same full barrier and commit onto the same empty one
     assert re.search(WAIT.format(BAR.format(r"mma_ps_stage_ptr\[0\]", s["full"]), "mma_ps"), me)
@@ -163,6 +178,8 @@ def test_two_mma_consumers_issue_from_one_elected_lane_on_their_own_rows_and_tme
     assert re.search(r"tcgen05_commit\w*\(\w+\(\(&\(" + BAR.format(r"mma_ps_stage_ptr\[0\]", s["empty"]), k_loop)
     # then its own accumulator handoff slot, indexed by the warp
     assert calls(me, "tcgen05_commit") == calls(r["body"], "tcgen05_commit") == 2
+    commits = re.findall(r"\w*tcgen05_commit\w*\(.*", me)
+    assert all("cta_group__2" in c and "multicast__cluster" in c and c.endswith("(ushort)3);") for c in commits), commits
     assert re.search(r"tcgen05_commit\w*\(\w+\(\(&\(" + BAR.format(WARP, s["mma2ld"]), me)
     assert re.search(WAIT.format(BAR.format(WARP, s["ld2mma"]), "ld_ps"), me)
     assert re.search(r"ld_ps_phase_ptr\[0\] \^ 1\);\s*tvm_builtin_ptx_tcgen05_fence\w*after_thread_sync\(\)", me)
@@ -174,8 +191,7 @@ def test_each_writeback_warpgroup_reads_its_consumers_columns_and_rows(built):
     wb = r["wb"]
     assert re.search(WAIT.format(BAR.format(WG, s["mma2ld"]), "wb_ps"), wb)
     lds = re.findall(r"tcgen05_ld\w*\(.*get_tmem_addr\(\(uint\)0, 0, (.*)\)\);", wb)
-    assert lds == [f"({WG_C} * {cfg.BLK_N})"] + [
-        f"(({WG_C} * {cfg.BLK_N}) + {64 * i})" for i in range(1, CHUNKS)], lds
+    assert lds == [f"({WG_C} * {MMA_N})"] + [f"(({WG_C} * {MMA_N}) + {64 * i})" for i in range(1, CHUNKS)], lds
     assert calls(r["body"], "tcgen05_ld") == len(lds)
     # per chunk: named barrier 10 + c around one thread's TMA store of this consumer's rows
     assert len(re.findall(rf"tvm_builtin_cuda_warpgroup_sync\(\({WG} \+ 10\)\);", wb)) == 2 * CHUNKS
@@ -183,9 +199,9 @@ def test_each_writeback_warpgroup_reads_its_consumers_columns_and_rows(built):
     assert len(stores) == CHUNKS and calls(r["body"], "cp_async_bulk_tensor_s2g") == CHUNKS
     for st in stores:
         assert "% 32) == 0)" in st and calls(st, "commit_group") == calls(st, "wait_group") == 1
-        assert re.search(rf"\(\(_ptr\[0\] \* 256\) \+ \({WG} \* 128\)\)", st)
-    # after the chunks, all 128 threads release this consumer's TMEM columns
-    arrive = re.search(r"\n( *)tvm_builtin_ptx_tcgen05_fence\w*before_thread_sync\(\);\s*\w*mbarrier_arrive_arrive\w*\(\w+\(\(&\(" + BAR.format(WG, s["ld2mma"]), wb)
+        assert f"(((_ptr[0] * 512) + ({WG_C} * 256)) + ({RANK} * 128))" in st  # consumer c's rows in this CTA
+    # after the chunks, all 128 threads release this consumer's TMEM columns on CTA 0's ld2mma[c]
+    arrive = re.search(r"\n( *)tvm_builtin_ptx_tcgen05_fence\w*before_thread_sync\(\);\s*\w*mbarrier_arrive\w*shared__cluster\w*\(\w+\(\(&\(remote_mbar_ptr_1\[" + WG + r"\]", wb)
     assert arrive and arrive.group(1) == re.search(r"\n( *)tvm_builtin_cuda_mbarrier_wait", wb).group(1)
     assert wb.rindex("cp_async_bulk_tensor_s2g") < arrive.start()
 
@@ -197,7 +213,7 @@ def test_pipeline_states_start_phases_flip_and_single_dealloc(built):
         assert len(re.findall(rf"{ps}_phase_ptr\[0\] = \({ps}_phase_ptr\[0\] \^ 1\);", r["body"])) == 1, ps
     assert calls(r["body"], "tvm_builtin_cuda_mbarrier_wait") == 4
     assert calls(r["body"], "tcgen05_dealloc") == calls(r["body"], "tcgen05_alloc") == 1
-    tail = r["body"][r["body"].rindex("tvm_builtin_cuda_cta_sync()") :]
+    tail = r["body"][r["body"].rindex("tvm_builtin_cuda_cluster_sync()") :]
     assert re.search(r"if \(\(warp_id_in_cta >> 2\) == 0\) \{\s*if \(warp_id_in_cta == 0\) \{\s*\w*relinquish", tail)
 
 
@@ -248,9 +264,12 @@ def test_reset_phase_per_tile_only_adds_reinits_inside_the_tile_loops(built):
     [
         (dict(BASE, tma_issuer="each_warp"), "tma_issuer"),
         (dict(BASE, producer_delay_ns=100), "producer_delay_ns"),
-        (dict(BASE, M=384), "M"),  # not a multiple of 2 * BLK_M
-        (dict(BASE, N=384, BLK_N=96), "BLK_N"),  # not a multiple of EPI_N = 64
-        (dict(BASE, BLK_N=256, PIPE_DEPTH=4), "PIPE_DEPTH"),  # 4 x 64 KB stages: over 227 KB
+        (dict(BASE, M=768), "M"),  # not a multiple of the cluster tile's 2 consumers x 2 CTAs x BLK_M = 512
+        (dict(BASE, N=384), "N"),  # not a multiple of 2 * BLK_N
+        (dict(BASE, N=256, BLK_N=256), "BLK_N"),  # the pair MMA's N = 2 * BLK_N > 256
+        (dict(BASE, N=96, BLK_N=48), "BLK_N"),  # 2 * BLK_N not a multiple of EPI_N = 64
+        (dict(BASE, sm_count=5), "sm_count"),  # clusters of 2
+        (dict(BASE, PIPE_DEPTH=5), "PIPE_DEPTH"),  # 5 x 48 KB stages: over 227 KB
     ],
 )
 def test_unbuildable_configs_raise_config_error(cfg, field):

@@ -1,63 +1,65 @@
-"""The book's step 9 -- multi-consumer warp specialization -- on the released TIRx, single CTA.
+"""The book's step 9 -- multi-consumer warp specialization -- on the released TIRx.
 
 Source: "Scaling GEMM with Warp Specialization and Clusters", step 9
 (``shared/docs/book/gemm_steps_7_9.md``, "Step 9: Multi-Consumer Warp Specialization" and
 its "Complete Kernel" listing), ported to ``apache-tvm==0.27.0.post1`` for ``sm_100a``
-(compile-only here) on the step-7 port (:mod:`kernels.tirx.ws_sm100`), whose spellings,
-fences and knobs it keeps.  ``consumers_step9(cfg)`` returns the uncompiled ``@T.prim_func``.
+(compile-only here).  ``consumers_step9(cfg)`` returns the uncompiled ``@T.prim_func``.
 
-**Single CTA, not the book's 2-CTA cluster.**  The book writes step 9 on top of step 8's
-cluster (``cta_group=2`` MMAs, ``remote_view`` barriers in CTA 0, a 512x256 cluster tile).
-Step 8 is being ported separately (``cluster_sm100.py``); this module keeps the step-9
-structure -- the second consumer's rows, A blocks, TMEM columns, warp roles and barriers --
-on the one-CTA step-7 base, so the output tile is ``(NUM_CONSUMER * BLK_M) x BLK_N``
-(256x128 by default) instead of 512x256, every MMA is ``cta_group=1``, and the barriers
-are local.
+As in the book, step 9 keeps step 8's two-CTA cluster (``T.cta_id_in_cluster([2, 1])``,
+``tcgen05.mma.cta_group::2`` issued by CTA 0, CTA 0's ``tma2mma`` / ``ld2mma`` reached from
+CTA 1 through ``remote_view(0)``) and adds a second MMA consumer: the cluster tile is
+``(NUM_CONSUMER * 2 * BLK_M) x (2 * BLK_N)`` -- the book's 512x256.  The cluster parts are
+written here from the book's listing, independent of step 8's module (``cluster_sm100.py``),
+with the released spellings step 8's port found.
 
-Structure (three warpgroups, 384 threads, ``SM_COUNT`` persistent CTAs walking
-``ClusterPersistentScheduler2D`` tiles of ``NUM_CONSUMER * BLK_M`` rows):
+Rows and columns (``m_st = (m_idx * 4 + cbx) * BLK_M``, ``n_st = (n_idx * 2 + cbx) * BLK_N``):
+consumer c's A / D rows in CTA ``cbx`` are ``m_st + c * 2 * BLK_M`` (+BLK_M); both consumers
+share the stored-B slices ``n_st`` of the pair (``2 * BLK_N`` output columns); consumer c
+accumulates into TMEM columns ``[c * 2 * BLK_N, (c + 1) * 2 * BLK_N)`` of each CTA.
 
-    warpgroup 2, warp 3  TMA producer, one elected lane: per k-tile ``mma2tma.wait``,
-                         three TMA loads onto ``tma2mma[stage]`` -- ``Asmem[stage, 0]``
-                         (rows ``m_st``), ``Asmem[stage, 1]`` (rows ``m_st + BLK_M``) and
-                         the shared ``Bsmem[stage]`` -- and one ``arrive.expect_tx`` of
-                         ``(2 * BLK_M + BLK_N) * BLK_K * 2`` bytes.
-    warpgroup 2, warp c  MMA consumer c (c = 0, 1), one elected lane: per tile
-                         ``ld2mma.wait(c)``, per k-tile ``tma2mma.wait(stage)`` (both
-                         consumers wait on the same full barrier), ``tcgen05.mma`` of
-                         ``Asmem[stage, c]`` x ``Bsmem[stage]`` into TMEM columns
-                         ``[c * BLK_N, (c + 1) * BLK_N)``, ``tcgen05.commit`` onto
-                         ``mma2tma[stage]``; after the K loop ``tcgen05.commit`` onto
-                         ``mma2ld[c]``.
-    warpgroup c          writeback of consumer c (c = 0, 1; 128 threads):
-                         ``mma2ld.wait(c)``, then per ``EPI_N``-column chunk TMEM ->
-                         registers -> ``Dsmem[c]`` -> one thread's TMA store of rows
-                         ``m_st + c * BLK_M`` between two ``warpgroup_sync(10 + c)``;
-                         after the chunks every thread arrives on ``ld2mma[c]``.
+Roles (three warpgroups, 384 threads per CTA, ``SM_COUNT / 2`` persistent clusters):
+
+    warpgroup 2, warp 3  TMA producer, both CTAs, one elected lane: per k-tile
+                         ``mma2tma.wait`` (own CTA), TMA ``Asmem[stage, 0]``,
+                         ``Asmem[stage, 1]`` and ``Bsmem[stage]`` (``cta_group=2``) onto
+                         CTA 0's ``tma2mma[stage]``; CTA 0's lane arms it with the bytes of
+                         both CTAs: ``2 * (2 * BLK_M + BLK_N) * BLK_K * 2``.
+    warpgroup 2, warp c  MMA consumer c (c = 0, 1), CTA 0 only, one elected lane: per tile
+                         ``ld2mma.wait(c)``; per k-tile ``tma2mma.wait(stage)`` (both
+                         consumers wait on the same full barrier), ``tcgen05.mma.cta_group::2``
+                         of ``Asmem[stage, c]`` x ``Bsmem[stage]`` into its TMEM columns,
+                         multicast ``tcgen05.commit`` (mask 3) onto ``mma2tma[stage]``; after
+                         the K loop a multicast commit onto ``mma2ld[c]``.
+    warpgroup c          writeback of consumer c (c = 0, 1), both CTAs: ``mma2ld.wait(c)``,
+                         per ``EPI_N``-column chunk TMEM -> registers -> ``Dsmem[c]`` -> one
+                         thread's TMA store between two ``warpgroup_sync(10 + c)``; then all
+                         128 threads arrive on CTA 0's ``ld2mma[c]``.
 
 Barriers: ``tma2mma[PIPE_DEPTH]`` (full, count 1), ``mma2tma[PIPE_DEPTH]`` (empty, count
-``NUM_CONSUMER``: the stage is free once *both* consumers' MMAs have read it),
-``mma2ld[NUM_CONSUMER]`` (accumulator c full, count 1) and ``ld2mma[NUM_CONSUMER]``
-(accumulator c read out, count 128) -- the last two indexed by consumer, not by stage.
+``NUM_CONSUMER``: a stage is free once *both* consumers' MMAs have read it),
+``mma2ld[NUM_CONSUMER]`` (count 1) and ``ld2mma[NUM_CONSUMER]`` (count ``128 * 2``: both
+CTAs' writeback warpgroup c) -- the last two indexed by consumer, not by stage.
 
-Differences from the book's listing (besides the single CTA above):
+Differences from the book's listing:
 
-* Everything step 7's port changed (``ws_sm100`` docstring): released spellings
+* Step 7's port changes (``ws_sm100`` docstring): released spellings
   (``T.cuda.elect_sync()``, full PTX modifier names), barriers initialised after
   ``pool.commit()``, TMEM ``allocated_addr=0``, shapes/depth/L2 group/CTA count from
   :class:`~protosim.config.GemmConfig`, a depth-1 ring indexing SMEM stage 0 as a constant.
-* ``EPI_N = min(64, BLK_N)`` (the book: 64 with BLK_N fixed at 128 per CTA).
+* ``T.cuda.cluster_sync()`` after the barrier init where the book has ``cta_sync``: CTA 1's
+  TMA completes on and its writeback arrives at CTA 0's barriers (as step 8's port).
+* ``EPI_N = min(64, 2 * BLK_N)``; ``BLK_N <= 128`` (the pair MMA's N is ``2 * BLK_N``).
 * Added, as in step 7: ``tcgen05.fence::after_thread_sync`` after each consumer's
   ``ld2mma`` wait and ``fence::before_thread_sync`` before the writeback's ``ld2mma``
   arrive; TMEM freed by warpgroup 0 warp 0 only (the book's ``if warp_id == 0`` holds in
   all three warpgroups).
 
-Bug knobs honoured (the step-7 set, same meaning; each changes only the code it names):
-``skip_mma_phase_flip`` (the producer's empty-ring state never flips), ``expect_tx_delta``,
-``wait_parity_flip`` (``"mma"``: the producer's ``mma2tma`` waits, ``"tma"``: both
-consumers' ``tma2mma`` waits -- one line of code), ``skip_store_wait``,
-``reset_phase_per_tile``.  Refused with :class:`~protosim.config.ConfigError`:
-``tma_issuer="each_warp"`` and the delay knobs.
+Bug knobs honoured (step 7's set, same meaning; each changes only the code it names):
+``skip_mma_phase_flip`` (the producers' empty-ring state never flips), ``expect_tx_delta``
+(CTA 0's ``arrive.expect_tx``), ``wait_parity_flip`` (``"mma"``: the producers'
+``mma2tma`` waits, ``"tma"``: the one ``tma2mma`` wait both consumers run),
+``skip_store_wait``, ``reset_phase_per_tile``.  Refused with
+:class:`~protosim.config.ConfigError`: ``tma_issuer="each_warp"`` and the delay knobs.
 """
 
 from __future__ import annotations
@@ -89,19 +91,25 @@ from kernels.tirx.seed_sm100 import (
 from kernels.tirx.ws_sm100 import CONSUMER_START, HONOURED_KNOBS, PRODUCER_START, WB_BAR, advance_frozen_phase, slot
 
 NUM_CONSUMER = 2
-"""MMA consumers (and writeback warpgroups): consumer c owns A rows ``m_st + c*BLK_M`` and TMEM columns ``[c*BLK_N, (c+1)*BLK_N)``."""
+"""MMA consumers (and writeback warpgroups) per CTA pair."""
+
+CTA_GROUP = 2
+"""CTAs per cluster, and the ``cta_group`` of the MMAs, their commits, the TMA loads and the TMEM alloc."""
+
+BOTH_CTAS = 0b11
+"""``cta_mask`` of the multicast commits: CTA 0 and CTA 1."""
 
 EPI_N = 64
-"""Columns per writeback chunk (the book's ``EPI_N``), or BLK_N when narrower."""
+"""Columns per writeback chunk (the book's ``EPI_N``)."""
 
 
 def stage_bytes(cfg: GemmConfig) -> int:
-    """Bytes one k-tile brings in: ``NUM_CONSUMER`` A blocks and the shared B block."""
+    """Bytes one k-tile brings into one CTA: ``NUM_CONSUMER`` A blocks and its B slice."""
     return (NUM_CONSUMER * cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * F16_SIZE
 
 
-def _check_v9(cfg: GemmConfig) -> int:
-    """Refuse what step 9 does not build; return its ``EPI_N``."""
+def _check_v9(cfg: GemmConfig) -> tuple[int, int]:
+    """Refuse what step 9 does not build; return ``(SM_COUNT, EPI_N)``."""
     cfg.validate()
     for knob in (*cfg.bug_knobs, *(k for k in DELAY_KNOBS if getattr(cfg, k) != getattr(GemmConfig(), k))):
         if knob not in HONOURED_KNOBS:
@@ -112,32 +120,37 @@ def _check_v9(cfg: GemmConfig) -> int:
             )
     # the seed port's shape checks on the knob-free config (they refuse knobs of their own)
     _check(dataclasses.replace(cfg, **{k: getattr(GemmConfig(), k) for k in HONOURED_KNOBS}), "step 9")
-    if cfg.M % (NUM_CONSUMER * cfg.BLK_M):
-        raise ConfigError("M", f"M={cfg.M}: step 9's tile has {NUM_CONSUMER} x BLK_M = {NUM_CONSUMER * cfg.BLK_M} rows; pick M as a multiple")
-    epi_n = min(EPI_N, cfg.BLK_N)
-    if cfg.BLK_N % epi_n:
-        raise ConfigError("BLK_N", f"{cfg.BLK_N} is not a multiple of the writeback chunk EPI_N={epi_n}")
-    _swizzle(epi_n, "BLK_N")
+    if cfg.BLK_N > 128:
+        raise ConfigError("BLK_N", f"{cfg.BLK_N}: the 2-CTA MMA's N is 2*BLK_N and tcgen05 allows at most 256; set BLK_N <= 128")
+    for dim, rows in (("M", NUM_CONSUMER * CTA_GROUP * cfg.BLK_M), ("N", CTA_GROUP * cfg.BLK_N)):
+        if getattr(cfg, dim) % rows:
+            raise ConfigError(dim, f"{dim}={getattr(cfg, dim)} is not a multiple of step 9's cluster tile's {rows}")
+    sm_count = cfg.sm_count if cfg.sm_count is not None else B200_SM_COUNT
+    if sm_count % CTA_GROUP:
+        raise ConfigError("sm_count", f"{sm_count}: clusters of {CTA_GROUP} CTAs need an even CTA count")
+    epi_n = min(EPI_N, CTA_GROUP * cfg.BLK_N)
+    if CTA_GROUP * cfg.BLK_N % epi_n:
+        raise ConfigError("BLK_N", f"2*BLK_N={CTA_GROUP * cfg.BLK_N} is not a multiple of the writeback chunk EPI_N={epi_n}")
     smem = 1024 + cfg.PIPE_DEPTH * stage_bytes(cfg) + NUM_CONSUMER * cfg.BLK_M * epi_n * F16_SIZE
     if smem > SMEM_LIMIT:
         raise ConfigError("PIPE_DEPTH", f"step 9 needs {smem} B of shared memory, over the {SMEM_LIMIT} B a CTA may have on sm_100")
-    return epi_n
+    return sm_count, epi_n
 
 
 def consumers_step9(cfg: GemmConfig):
-    EPI = _check_v9(cfg)
+    SM_COUNT, EPI = _check_v9(cfg)
     M, N, K = cfg.M, cfg.N, cfg.K
     BLK_M, BLK_N, BLK_K = cfg.BLK_M, cfg.BLK_N, cfg.BLK_K
+    MMA_N = CTA_GROUP * BLK_N  # each consumer's accumulator columns in each CTA
     LD_CHUNK = _ld_chunk(EPI)
     K_TILES = K // BLK_K
     PIPE_DEPTH = cfg.PIPE_DEPTH
-    SM_COUNT = cfg.sm_count if cfg.sm_count is not None else B200_SM_COUNT
     L2_GROUP = cfg.l2_group_size
     WG_NUMBER = NUM_CONSUMER + 1
-    TX_BYTES = stage_bytes(cfg) + cfg.expect_tx_delta
+    TX_BYTES = CTA_GROUP * stage_bytes(cfg) + cfg.expect_tx_delta  # both CTAs' A blocks and B slices
     # bug knobs, as compile-time constants
-    FLIP_EMPTY = not cfg.skip_mma_phase_flip  # the producer's (empty-ring) phase flips
-    WRONG_EMPTY = 1 if cfg.wait_parity_flip == "mma" else 0  # producer's mma2tma waits
+    FLIP_EMPTY = not cfg.skip_mma_phase_flip  # the producers' (empty-ring) phase flips
+    WRONG_EMPTY = 1 if cfg.wait_parity_flip == "mma" else 0  # producers' mma2tma waits
     WRONG_FULL = 1 if cfg.wait_parity_flip == "tma" else 0  # consumers' tma2mma waits
     STORE_WAIT = not cfg.skip_store_wait
     RESET = cfg.reset_phase_per_tile
@@ -154,6 +167,7 @@ def consumers_step9(cfg: GemmConfig):
     ):
         T.device_entry()
         bx = T.cta_id([SM_COUNT])
+        cbx, cby = T.cta_id_in_cluster([CTA_GROUP, 1])
         wg_id = T.warpgroup_id([WG_NUMBER])
         warp_id = T.warp_id_in_wg([4])
         lane_id = T.lane_id([32])
@@ -161,10 +175,10 @@ def consumers_step9(cfg: GemmConfig):
         # --- Allocation ---
         pool = T.SMEMPool()
         tmem_addr = pool.alloc((1,), "uint32")
-        tma2mma = TMABar(pool, PIPE_DEPTH)  # full: stage loaded (2 A blocks + B)
+        tma2mma = TMABar(pool, PIPE_DEPTH)  # full (CTA 0's is used): both CTAs' stage loaded
         mma2tma = TCGen05Bar(pool, PIPE_DEPTH)  # empty: both consumers done reading the stage
         mma2ld = TCGen05Bar(pool, NUM_CONSUMER)  # accumulator c ready for writeback c
-        ld2mma = MBarrier(pool, NUM_CONSUMER)  # accumulator c read out: its TMEM columns free
+        ld2mma = MBarrier(pool, NUM_CONSUMER)  # accumulator c read out in both CTAs (CTA 0's is used)
         pool.move_base_to(1024)
         Asmem = pool.alloc((PIPE_DEPTH, NUM_CONSUMER, BLK_M, BLK_K), a_type, layout=A_layout)
         Bsmem = pool.alloc((PIPE_DEPTH, BLK_N, BLK_K), b_type, layout=B_layout)
@@ -175,15 +189,15 @@ def consumers_step9(cfg: GemmConfig):
         tma2mma.init(1)
         mma2tma.init(NUM_CONSUMER)  # each stage: one commit per consumer
         mma2ld.init(1)  # each slot: its consumer's commit
-        ld2mma.init(128)  # each slot: the 128 threads of its writeback warpgroup
+        ld2mma.init(128 * CTA_GROUP)  # each slot: writeback warpgroup c of both CTAs
 
-        # --- TMEM alloc + fences ---
+        # --- TMEM alloc (both CTAs of the pair) + fences ---
         if wg_id == 0:
             if warp_id == 0:
-                T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(T.address_of(tmem_addr), T.uint32(TMEM_COLS))
+                T.ptx.tcgen05.alloc.cta_group__2.sync.aligned.shared__cta.b32(T.address_of(tmem_addr), T.uint32(TMEM_COLS))
         T.ptx.fence.proxy.async_.shared__cta()
         T.ptx.fence.mbarrier_init.release.cluster()
-        T.cuda.cta_sync()
+        T.cuda.cluster_sync()  # the peer's barriers are initialised before any remote arrive
 
         tmem = T.decl_buffer(
             (128, TMEM_COLS),
@@ -193,35 +207,40 @@ def consumers_step9(cfg: GemmConfig):
             layout=TileLayout(S[(128, TMEM_COLS) : (1 @ TLane, 1 @ TCol)]),
         )
 
-        # --- Tile scheduler: (NUM_CONSUMER * BLK_M) x BLK_N tiles ---
+        # --- Tile scheduler: (NUM_CONSUMER * 2 * BLK_M) x (2 * BLK_N) cluster tiles ---
         tile_scheduler = ClusterPersistentScheduler2D(
             "ts",
-            num_m_tiles=M // (NUM_CONSUMER * BLK_M),
-            num_n_tiles=N // BLK_N,
+            num_m_tiles=M // (NUM_CONSUMER * CTA_GROUP * BLK_M),
+            num_n_tiles=N // (CTA_GROUP * BLK_N),
             l2_group_size=L2_GROUP,
-            num_clusters=SM_COUNT,
+            num_clusters=SM_COUNT // CTA_GROUP,
         )
-        tile_scheduler.init(bx)
-        m_st = T.meta_var(tile_scheduler.m_idx * NUM_CONSUMER * BLK_M)  # consumer 0's rows
-        n_st = T.meta_var(tile_scheduler.n_idx * BLK_N)
+        tile_scheduler.init(bx // CTA_GROUP)
+        m_idx = T.meta_var(tile_scheduler.m_idx)
+        n_idx = T.meta_var(tile_scheduler.n_idx)
+        m_st = T.meta_var((m_idx * NUM_CONSUMER * CTA_GROUP + cbx) * BLK_M)  # consumer 0's rows in this CTA
+        n_st = T.meta_var((n_idx * CTA_GROUP + cbx) * BLK_N)
+
+        # --- Cross-CTA barrier views (mapa into CTA 0) ---
+        tma2mma_cta0 = tma2mma.remote_view(0)
+        ld2mma_cta0 = ld2mma.remote_view(0)
 
         # =============================================
-        # Warpgroup 2: TMA producer (warp 3) + MMA consumers (warps 0, 1)
+        # Warpgroup 2: TMA producer (warp 3, both CTAs) + MMA consumers (warps 0, 1; CTA 0)
         # =============================================
         if wg_id == NUM_CONSUMER:
             if warp_id == 3:
-                # === TMA producer: NUM_CONSUMER A blocks + one shared B block per stage ===
+                # === TMA producer: NUM_CONSUMER A blocks + one shared B slice per stage ===
                 tma_ps = PipelineState(PIPE_DEPTH, phase=PRODUCER_START)
 
                 @T.inline
                 def tma_load(k_offset):
-                    tma_config = T.meta_var({"dispatch": "tma_auto", "cta_group": 1, "mbar": tma2mma.ptr_to([tma_ps.stage])})
+                    tma_config = T.meta_var(
+                        {"dispatch": "tma_auto", "cta_group": CTA_GROUP, "mbar": tma2mma_cta0.ptr_to([tma_ps.stage])}
+                    )
                     for c in T.unroll(NUM_CONSUMER):
-                        Tx.copy_async(
-                            Asmem[slot(tma_ps), c, :, :],
-                            A[m_st + c * BLK_M : m_st + c * BLK_M + BLK_M, k_offset : k_offset + BLK_K],
-                            **tma_config,
-                        )
+                        m_c = T.meta_var(m_st + c * CTA_GROUP * BLK_M)
+                        Tx.copy_async(Asmem[slot(tma_ps), c, :, :], A[m_c : m_c + BLK_M, k_offset : k_offset + BLK_K], **tma_config)
                     Tx.copy_async(Bsmem[slot(tma_ps), :, :], B[n_st : n_st + BLK_N, k_offset : k_offset + BLK_K], **tma_config)
 
                 if T.cuda.elect_sync():
@@ -231,7 +250,8 @@ def consumers_step9(cfg: GemmConfig):
                         for k in range(K_TILES):
                             mma2tma.wait(tma_ps.stage, tma_ps.phase ^ WRONG_EMPTY)
                             tma_load(k * BLK_K)
-                            tma2mma.arrive(tma_ps.stage, TX_BYTES)
+                            if cbx == 0:
+                                tma2mma_cta0.arrive(tma_ps.stage, TX_BYTES)
                             if FLIP_EMPTY:
                                 tma_ps.advance()
                             else:
@@ -243,35 +263,36 @@ def consumers_step9(cfg: GemmConfig):
                 mma_ps = PipelineState(PIPE_DEPTH, phase=CONSUMER_START)
                 ld_ps = PipelineState(1, phase=PRODUCER_START)
 
-                if T.cuda.elect_sync():
-                    while tile_scheduler.valid():
-                        if RESET:
-                            mma_ps.init(CONSUMER_START)
-                            ld_ps.init(PRODUCER_START)
-                        # Wait for this consumer's TMEM columns to be read out
-                        ld2mma.wait(warp_id, ld_ps.phase)
-                        ld_ps.advance()
-                        T.ptx.tcgen05.fence__after_thread_sync()  # added
+                if cbx == 0:
+                    if T.cuda.elect_sync():
+                        while tile_scheduler.valid():
+                            if RESET:
+                                mma_ps.init(CONSUMER_START)
+                                ld_ps.init(PRODUCER_START)
+                            # this consumer's TMEM columns read out in both CTAs
+                            ld2mma.wait(warp_id, ld_ps.phase)
+                            ld_ps.advance()
+                            T.ptx.tcgen05.fence__after_thread_sync()  # added
 
-                        for k in range(K_TILES):
-                            tma2mma.wait(mma_ps.stage, mma_ps.phase ^ WRONG_FULL)
-                            Tx.gemm_async(
-                                tmem[:, warp_id * BLK_N : warp_id * BLK_N + BLK_N],
-                                Asmem[slot(mma_ps), warp_id, :, :],
-                                Bsmem[slot(mma_ps), :, :],
-                                accum=(k != 0),
-                                dispatch="tcgen05",
-                                cta_group=1,
-                            )
-                            mma2tma.arrive(mma_ps.stage, cta_group=1, cta_mask=0)
-                            mma_ps.advance()
+                            for k in range(K_TILES):
+                                tma2mma.wait(mma_ps.stage, mma_ps.phase ^ WRONG_FULL)
+                                Tx.gemm_async(
+                                    tmem[:, warp_id * MMA_N : warp_id * MMA_N + MMA_N],
+                                    Asmem[slot(mma_ps), warp_id, :, :],
+                                    Bsmem[slot(mma_ps), :, :],
+                                    accum=(k != 0),
+                                    dispatch="tcgen05",
+                                    cta_group=CTA_GROUP,
+                                )
+                                mma2tma.arrive(mma_ps.stage, cta_group=CTA_GROUP, cta_mask=BOTH_CTAS)
+                                mma_ps.advance()
 
-                        # Signal this consumer's results ready for its writeback warpgroup
-                        mma2ld.arrive(warp_id, cta_group=1, cta_mask=0)
-                        tile_scheduler.next_tile()
+                            # this consumer's results ready for writeback warpgroup warp_id of both CTAs
+                            mma2ld.arrive(warp_id, cta_group=CTA_GROUP, cta_mask=BOTH_CTAS)
+                            tile_scheduler.next_tile()
 
         # =============================================
-        # Warpgroups 0, 1: writeback of consumer wg_id
+        # Warpgroups 0, 1: writeback of consumer wg_id (both CTAs)
         # =============================================
         elif wg_id < NUM_CONSUMER:
             wb_ps = PipelineState(1, phase=CONSUMER_START)
@@ -287,10 +308,10 @@ def consumers_step9(cfg: GemmConfig):
                 wb_ps.advance()
                 T.ptx.tcgen05.fence__after_thread_sync()
 
-                for i in T.unroll(BLK_N // EPI):
+                for i in T.unroll(MMA_N // EPI):
                     # TMEM -> registers (warpgroup scope), EPI columns of this consumer's range
                     for c in T.unroll(EPI // LD_CHUNK):
-                        col = T.meta_var(wg_id * BLK_N + i * EPI + c * LD_CHUNK)
+                        col = T.meta_var(wg_id * MMA_N + i * EPI + c * LD_CHUNK)
                         Tx.wg.copy_async(reg_wg[:, c * LD_CHUNK : (c + 1) * LD_CHUNK], tmem[:, col : col + LD_CHUNK])
                     T.ptx.tcgen05.wait__ld.sync.aligned()
                     Tx.cast(reg_f16[:], reg[:])
@@ -301,24 +322,24 @@ def consumers_step9(cfg: GemmConfig):
                     T.cuda.warpgroup_sync(WB_BAR + wg_id)
                     if warp_id == 0:
                         if lane_id == 0:
-                            m_wb = T.meta_var(m_st + wg_id * BLK_M)
-                            n_wb = T.meta_var(n_st + i * EPI)
+                            m_wb = T.meta_var(m_st + wg_id * CTA_GROUP * BLK_M)
+                            n_wb = T.meta_var(n_idx * MMA_N + i * EPI)
                             Tx.copy_async(D[m_wb : m_wb + BLK_M, n_wb : n_wb + EPI], Dsmem[wg_id, :, :], dispatch="tma_auto")
                             T.ptx.cp.async_.bulk.commit_group()
                             if STORE_WAIT:
                                 T.ptx.cp.async_.bulk.wait_group(0)
                     T.cuda.warpgroup_sync(WB_BAR + wg_id)
 
-                # This consumer's TMEM columns free (all 128 threads arrive)
+                # this consumer's TMEM columns read out here: all 128 threads arrive on CTA 0's ld2mma[wg_id]
                 T.ptx.tcgen05.fence__before_thread_sync()  # added
-                ld2mma.arrive(wg_id)
+                ld2mma_cta0.arrive(wg_id)
                 tile_scheduler.next_tile()
 
-        # --- Cleanup: the allocating warp frees TMEM ---
-        T.cuda.cta_sync()
+        # --- Cleanup: both CTAs done with TMEM, then each allocating warp frees it ---
+        T.cuda.cluster_sync()
         if wg_id == 0:
             if warp_id == 0:
-                T.ptx.tcgen05.relinquish_alloc_permit.cta_group__1.sync.aligned()
-                T.ptx.tcgen05.dealloc.cta_group__1.sync.aligned.b32(tmem_addr[0], T.uint32(TMEM_COLS))
+                T.ptx.tcgen05.relinquish_alloc_permit.cta_group__2.sync.aligned()
+                T.ptx.tcgen05.dealloc.cta_group__2.sync.aligned.b32(tmem_addr[0], T.uint32(TMEM_COLS))
 
     return kernel

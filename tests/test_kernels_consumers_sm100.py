@@ -7,14 +7,12 @@ empty ring released by both consumers (count 2), the accumulator handoff indexed
 consumer (``ld2mma`` counting both CTAs' 128 threads) -- and bug knobs that change exactly
 the code they name.
 
-Builds run in child processes (``kernels.toolchain.sources``), once per module.  The small
-CUDA-reading helpers below (``calls``, ``blocks``, ``only``, ``inits``, ``changed``) are
-local copies of test_kernels_ws_sm100.py's, kept here while those move to kernel_sources.py.
+Builds run in child processes (``kernels.toolchain.sources``), once per module; the
+CUDA-reading helpers are tests/kernel_sources.py's.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 import shutil
 
@@ -24,7 +22,7 @@ pytest.importorskip("tvm")
 if shutil.which("nvcc") is None:
     pytest.skip("nvcc is not on PATH: the CUDA toolkit (12.8+) is needed to build sm_100a kernels", allow_module_level=True)
 
-from kernel_sources import body, source
+from kernel_sources import blocks, body, calls, changed, only, source
 
 from kernels.toolchain.sources import build_in_children
 from protosim.config import ConfigError, GemmConfig
@@ -56,34 +54,9 @@ def built(tmp_path_factory) -> dict[str, str]:
     return build_in_children(jobs, tmp_path_factory.mktemp("consumers_sm100"))
 
 
-def calls(text: str, name: str) -> int:
-    return len(re.findall(rf"\b\w*{name}\w*\(", text))
-
-
-def blocks(text: str, header: str) -> list[str]:
-    """The brace-balanced bodies of every ``header {`` (a regex) in ``text``."""
-    found = []
-    for m in re.finditer(header + r"\s*\{", text):
-        depth, i = 1, m.end()
-        while depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        found.append(text[m.end() : i - 1])
-    return found
-
-
-def only(found: list[str], what: str) -> str:
-    assert len(found) == 1, f"{what}: {len(found)} blocks"
-    return found[0]
-
-
 def inits(b: str) -> list[tuple[int, int]]:
     """(pool slot, arrival count) of every mbarrier.init, in order."""
     return [(int(s), int(c)) for s, c in re.findall(r"mbarrier_init\w*\(.*?pool_buf_ptr\)\[(\d+)\]\)+, \(uint\)(\d+)\);", b)]
-
-
-def changed(a: str, b: str) -> list[str]:
-    return [d for d in difflib.ndiff(a.splitlines(), b.splitlines()) if d[:2] in ("- ", "+ ")]
 
 
 ELECTED = r"if \(tvm_builtin_elect_one_sync_op\(\)\)"

@@ -1,4 +1,4 @@
-"""Reading generated CUDA in kernel tests (shared by the seed and Hopper suites)."""
+"""Building kernels and reading their generated CUDA in kernel tests (shared by the suites)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,33 @@ import re
 
 import pytest
 
-from kernels.toolchain.sources import ERROR
+from kernels.toolchain.sources import ERROR, build_in_children
+
+KNOB_VARIANTS: dict[str, dict] = {
+    "noflip": {"skip_mma_phase_flip": True},
+    "tx": {"expect_tx_delta": -16},
+    "parity-mma": {"wait_parity_flip": "mma"},
+    "parity-tma": {"wait_parity_flip": "tma"},
+    "nostorewait": {"skip_store_wait": True},
+    "reset": {"reset_phase_per_tile": True},
+}
+"""The bug-knob builds the book-step suites compare against their base build, by key."""
+
+
+def book_jobs(base: dict, *, depths: tuple[int, ...] = (3, 1), knobs: tuple[str, ...] = tuple(KNOB_VARIANTS)) -> dict:
+    """key -> config: ``base``, one build per extra ring depth (``depth3``: K grown so the ring
+    still wraps), and one per bug knob."""
+    jobs = {"base": base}
+    for d in depths:
+        jobs[f"depth{d}"] = dict(base, PIPE_DEPTH=d, **({"K": base["K"] * d // 2} if d > base["PIPE_DEPTH"] else {}))
+    jobs.update({k: dict(base, **KNOB_VARIANTS[k]) for k in knobs})
+    return jobs
+
+
+def build_book(step: str, jobs: dict, tmp_path_factory) -> dict[str, str]:
+    """key -> CUDA source (or ``ERROR: ...``) of book step ``step`` for every config of ``jobs``."""
+    return build_in_children({k: {"family": "book", "step": step, "config": c} for k, c in jobs.items()},
+                             tmp_path_factory.mktemp(f"book_{step}"))
 
 
 def source(built: dict[str, str], key: str) -> str:

@@ -20,23 +20,14 @@ pytest.importorskip("tvm")
 if shutil.which("nvcc") is None:
     pytest.skip("nvcc is not on PATH: the CUDA toolkit (12.8+) is needed to build sm_100a kernels", allow_module_level=True)
 
-from kernel_sources import blocks, body, calls, changed, only, source
+from kernel_sources import blocks, body, book_jobs, build_book, calls, changed, only, source
 
-from kernels.toolchain.sources import build_in_children
 from protosim.config import ConfigError, GemmConfig
 
 # 2x2 cluster tiles of 256x256 on 2 persistent clusters (4 CTAs): each cluster runs two tiles;
 # 4 k-tiles on a depth-2 ring: every ring wraps.
 BASE = {"M": 512, "N": 512, "K": 256, "PIPE_DEPTH": 2, "sm_count": 4}
-JOBS = {
-    "base": BASE,
-    "depth3": dict(BASE, K=384, PIPE_DEPTH=3),
-    "noflip": dict(BASE, skip_mma_phase_flip=True),
-    "tx": dict(BASE, expect_tx_delta=-16),
-    "parity-mma": dict(BASE, wait_parity_flip="mma"),
-    "parity-tma": dict(BASE, wait_parity_flip="tma"),
-    "nostorewait": dict(BASE, skip_store_wait=True),
-}
+JOBS = book_jobs(BASE, depths=(3,), knobs=("noflip", "tx", "parity-mma", "parity-tma", "nostorewait"))
 RANK = "((int)tvm_builtin_cluster_ctaid_x())"
 ELECTED = r"if \(tvm_builtin_elect_one_sync_op\(\)\)"
 BOTH = "(ushort)3)"  # cta_mask = 0b11
@@ -44,8 +35,8 @@ BOTH = "(ushort)3)"  # cta_mask = 0b11
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, str]:
-    jobs = {key: {"family": "book", "step": "v8", "config": cfg} for key, cfg in JOBS.items()}
-    return build_in_children(jobs, tmp_path_factory.mktemp("cluster_sm100"))
+    """key -> CUDA source, or ``ERROR: ...`` when that build failed."""
+    return build_book("v8", JOBS, tmp_path_factory)
 
 
 def roles(src: str) -> dict[str, str]:

@@ -22,25 +22,14 @@ pytest.importorskip("tvm")
 if shutil.which("nvcc") is None:
     pytest.skip("nvcc is not on PATH: the CUDA toolkit (12.8+) is needed to build sm_100a kernels", allow_module_level=True)
 
-from kernel_sources import blocks, body, calls, changed, only, source
+from kernel_sources import blocks, body, book_jobs, build_book, calls, changed, only, source
 
-from kernels.toolchain.sources import build_in_children
 from protosim.config import ConfigError, GemmConfig
 
 # 2x2 cluster tiles of 512x256 on 3 persistent clusters of 2 CTAs (cluster 0 runs two tiles),
 # 4 k-tiles: every ring wraps.
 BASE = {"M": 1024, "N": 512, "K": 256, "PIPE_DEPTH": 2, "sm_count": 6}
-JOBS = {
-    "base": BASE,
-    "depth3": dict(BASE, K=384, PIPE_DEPTH=3),
-    "depth1": dict(BASE, PIPE_DEPTH=1),
-    "noflip": dict(BASE, skip_mma_phase_flip=True),
-    "tx": dict(BASE, expect_tx_delta=-16),
-    "parity-mma": dict(BASE, wait_parity_flip="mma"),
-    "parity-tma": dict(BASE, wait_parity_flip="tma"),
-    "nostorewait": dict(BASE, skip_store_wait=True),
-    "reset": dict(BASE, reset_phase_per_tile=True),
-}
+JOBS = book_jobs(BASE, depths=(3, 1))
 cfg = GemmConfig(**BASE)
 MMA_N = 2 * cfg.BLK_N  # each consumer's accumulator columns per CTA
 TX_BYTES = 2 * (2 * cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * 2  # both CTAs' two A blocks + B slice
@@ -50,8 +39,8 @@ RANK = "((int)tvm_builtin_cluster_ctaid_x())"  # the CTA's rank in its cluster
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, str]:
-    jobs = {key: {"family": "book", "step": "v9", "config": c} for key, c in JOBS.items()}
-    return build_in_children(jobs, tmp_path_factory.mktemp("consumers_sm100"))
+    """key -> CUDA source, or ``ERROR: ...`` when that build failed."""
+    return build_book("v9", JOBS, tmp_path_factory)
 
 
 def inits(b: str) -> list[tuple[int, int]]:

@@ -19,30 +19,18 @@ pytest.importorskip("tvm")
 if shutil.which("nvcc") is None:
     pytest.skip("nvcc is not on PATH: the CUDA toolkit (12.8+) is needed to build sm_100a kernels", allow_module_level=True)
 
-from kernel_sources import blocks, body, calls, changed, only, source
+from kernel_sources import blocks, body, book_jobs, build_book, calls, changed, only, source
 
-from kernels.toolchain.sources import ERROR, build_in_children
 from protosim.config import ConfigError, GemmConfig
 
 # 2x2 tiles on 3 persistent CTAs (CTA 0 runs two tiles), 4 k-tiles: every ring wraps.
 BASE = {"M": 256, "N": 256, "K": 256, "PIPE_DEPTH": 2, "sm_count": 3}
-JOBS = {
-    "base": BASE,
-    "depth3": dict(BASE, K=384, PIPE_DEPTH=3),
-    "depth1": dict(BASE, PIPE_DEPTH=1),
-    "noflip": dict(BASE, skip_mma_phase_flip=True),
-    "tx": dict(BASE, expect_tx_delta=-16),
-    "parity-mma": dict(BASE, wait_parity_flip="mma"),
-    "parity-tma": dict(BASE, wait_parity_flip="tma"),
-    "nostorewait": dict(BASE, skip_store_wait=True),
-    "reset": dict(BASE, reset_phase_per_tile=True),
-}
+JOBS = book_jobs(BASE, depths=(3, 1))
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, str]:
     """key -> CUDA source, or ``ERROR: ...`` when that build failed."""
-    jobs = {key: {"family": "book", "step": "v7", "config": cfg} for key, cfg in JOBS.items()}
-    return build_in_children(jobs, tmp_path_factory.mktemp("ws_sm100"))
+    return build_book("v7", JOBS, tmp_path_factory)
 
 ELECTED = r"if \(tvm_builtin_elect_one_sync_op\(\)\)"
 

@@ -374,7 +374,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "sleep": {"cycles": (_NONNEG, True), "warp": (_INT_OPT, False)},
 }
 SCHEDULE_KEYS = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "config")
-SCHEDULE_OPTIONAL = ("config", "description", "expect", "explore", "source")
+SCHEDULE_OPTIONAL = ("config", "description", "expect", "explore", "source", "l2_at_launch")
 """Top-level keys a schedule may carry besides the IR (``schedule`` keeps a scenario's
 name, description and [expect]): never reported as unknown."""
 ACCESS_KEYS = ("buffer", "stage", "content", "part")
@@ -491,6 +491,8 @@ def judge_schedule(j: Judgement, d: Any, known_extra: tuple[str, ...] = ()) -> N
     for key in ("name", "arch", "barriers", "buffers", "roles", "ctas"):
         if key not in d:
             j.refuse("sched.missing", f"no {key!r}")
+    if "l2_at_launch" in d and d["l2_at_launch"] not in ("cold", "inputs"):  # a launch condition: two values
+        j.refuse("sched.range", f"l2_at_launch = {_short(d['l2_at_launch'])}")
     if "name" in d and not isinstance(d["name"], str):
         j.refuse("sched.type", f"name = {_short(d['name'])}")
     arch = d.get("arch")
@@ -538,6 +540,8 @@ def judge_schedule(j: Judgement, d: Any, known_extra: tuple[str, ...] = ()) -> N
         for key, typ in (("stages", _POS), ("parts", _POS), ("align", _POS), ("bytes", _NONNEG), ("columns", _NONNEG)):
             if key in b:
                 s.value(f"buffers[{i}].{key}", typ, b[key])
+        if is_int(b.get("parts", 1)) and b.get("parts", 1) > 1024:  # one part per thread at most: 1,024 per CTA
+            j.refuse("sched.range", f"buffers[{i}].parts = {b['parts']}: more parts than threads in a CTA")
         if space == "smem" and is_int(b.get("bytes", 0)) and b.get("bytes", 0) == 0:
             j.refuse("sched.size", f"buffers[{i}]: a shared-memory buffer of 0 bytes")
         if space == "tmem" and is_int(b.get("columns", 0)) and b.get("columns", 0) == 0:

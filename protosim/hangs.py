@@ -50,17 +50,19 @@ def barrier_array(name: str) -> tuple[str, int | None]:
     return (m.group("base"), int(m.group("stage"))) if m else (name, None)
 
 
-def running_k(schedule: Schedule, cta: int, role: str, tile: tuple[int, int] | None, k: int | None,
-              _walk: dict | None = None) -> int | None:
+def running_k(schedule: Schedule, cta: int, role: str, tile: tuple[int, int] | None, k: int | None) -> int | None:
     """The k-tile counter of a thread of ``role`` in CTA ``cta`` at an op tagged
     (``tile``, ``k``): the k-tiles of every tile its program reached first, plus ``k``.
 
     Counted from the program itself (distinct k tags per tile, tiles in the order the
     role first touches them), so it needs no knowledge of the builder's config."""
-    if k is None or tile is None:
+    return _k_at(_tiles_walked(schedule, cta, role), tile, k)
+
+
+def _k_at(walked: dict[tuple[int, int], int], tile: tuple[int, int] | None, k: int | None) -> int | None:
+    if k is None or tile is None or tile not in walked:
         return k
-    walk = _walk if _walk is not None else _tiles_walked(schedule, cta, role)
-    return walk[tile] + k if tile in walk else k
+    return walked[tile] + k
 
 
 def _tiles_walked(schedule: Schedule, cta: int, role: str) -> dict[tuple[int, int], int]:
@@ -100,6 +102,5 @@ def hang_sites(result: RunResult) -> list[HangSite]:
         walk = walks.get((b.cta, role))
         if walk is None:
             walk = walks[(b.cta, role)] = _tiles_walked(result.schedule, b.cta, role)
-        sites.append(HangSite(b.cta, array, stage, role, running_k(result.schedule, b.cta, role, b.tile, b.k, walk),
-                              b.who))
+        sites.append(HangSite(b.cta, array, stage, role, _k_at(walk, b.tile, b.k), b.who))
     return sites

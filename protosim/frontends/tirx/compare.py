@@ -1,0 +1,96 @@
+"""Two schedules of one kernel, op for op, up to names: :func:`op_diff`.
+
+A builder names things by intent (``tma_bar[0]``, ``A``, ``A[m=0,k=3]``), the TIRx frontend
+by the code (``full_bar[0]``, ``Asmem``, ``A[0,3]``).  Two schedules are the same protocol
+when one consistent renaming of barriers, buffers and contents maps one onto the other and
+every op then agrees field by field -- labels, ``tile`` and ``k`` aside (informative tags a
+frontend cannot read from code).  Used by the tests that pin the builders to the kernels
+(``tests/test_tirx_frontend.py``) and by ``protosim tirx-diff``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from protosim.ir import Access, Op, Schedule
+
+IGNORED = ("label", "tile", "k")
+
+
+class _Names:
+    """A bijection built as it goes: the first pairing of a name fixes it."""
+
+    def __init__(self, what: str):
+        self.what, self.fwd, self.back = what, {}, {}
+
+    def same(self, a: str, b: str) -> bool:
+        if a in self.fwd or b in self.back:
+            return self.fwd.get(a) == b and self.back.get(b) == a
+        self.fwd[a], self.back[b] = b, a
+        return True
+
+
+@dataclasses.dataclass
+class Renaming:
+    barriers: _Names = dataclasses.field(default_factory=lambda: _Names("barrier"))
+    buffers: _Names = dataclasses.field(default_factory=lambda: _Names("buffer"))
+    contents: _Names = dataclasses.field(default_factory=lambda: _Names("content"))
+
+
+def _same_value(a: Any, b: Any, names: Renaming, field: str) -> bool:
+    if isinstance(a, Access) and isinstance(b, Access):
+        return (names.buffers.same(a.buffer, b.buffer) and a.stage == b.stage and a.part == b.part
+                and (a.content == b.content == "" or (bool(a.content) and bool(b.content)
+                                                     and names.contents.same(a.content, b.content))))
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_value(x, y, names, field) for x, y in zip(a, b))
+    if field == "barrier":
+        return names.barriers.same(a, b)
+    if field == "src" and isinstance(a, str):
+        return (a == b == "") or (bool(a) and bool(b) and names.contents.same(a, b))
+    return a == b
+
+
+def op_diff(a: Op, b: Op, names: Renaming) -> str | None:
+    """Why op ``a`` is not op ``b`` under ``names`` (extended as it goes), or None."""
+    if type(a) is not type(b):
+        return f"{a.kind} vs {b.kind}"
+    for f in dataclasses.fields(a):
+        if f.name in IGNORED:
+            continue
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if not _same_value(x, y, names, f.name):
+            return f"{a.kind}.{f.name}: {x!r} vs {y!r}"
+    return None
+
+
+def schedule_diff(a: Schedule, b: Schedule, limit: int = 5) -> list[str]:
+    """Differences between two schedules (roles, CTA programs op for op), at most ``limit``."""
+    out: list[str] = []
+    if [r.warps for r in a.roles] != [r.warps for r in b.roles]:
+        return [f"roles: {[(r.name, r.warps) for r in a.roles]} vs {[(r.name, r.warps) for r in b.roles]}"]
+    if len(a.ctas) != len(b.ctas):
+        return [f"{len(a.ctas)} CTAs vs {len(b.ctas)}"]
+    names = Renaming()
+    for ca, cb in zip(a.ctas, b.ctas):
+        for role, oa, ob in zip(a.roles, ca.roles, cb.roles):
+            for i, (x, y) in enumerate(zip(oa, ob)):
+                why = op_diff(x, y, names)
+                if why:
+                    out.append(f"CTA {ca.index} role {role.name} op #{i}: {why}")
+                    break
+            if len(oa) != len(ob) and not out:
+                out.append(f"CTA {ca.index} role {role.name}: {len(oa)} ops vs {len(ob)}")
+            if len(out) >= limit:
+                return out
+    decl_a = {names.barriers.fwd.get(d.name, d.name): d.count for d in a.barriers}
+    decl_b = {d.name: d.count for d in b.barriers}
+    for name, count in decl_a.items():
+        if name in decl_b and decl_b[name] != count:
+            out.append(f"barrier {name}: count {count} vs {decl_b[name]}")
+    for d in a.buffers:
+        other = next((x for x in b.buffers if x.name == names.buffers.fwd.get(d.name)), None)
+        if other is not None and dataclasses.replace(other, name=d.name) != d:
+            out.append(f"buffer {d.name}: {d} vs {other}")
+    return out[:limit]

@@ -1,0 +1,90 @@
+"""A TIRx PrimFunc and its launch -> a :class:`protosim.ir.Schedule` (docs/tirx.md).
+
+The program is compiled once (:mod:`.interp`), run once per CTA with a
+:class:`~.recognize.Recognizer` collecting its protocol ops, and the raw ops become a
+schedule (:mod:`.tags`): roles, issuers, storage, then ``use`` and ``content``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from protosim.arch import UnknownArch, load_profile
+from protosim.frontends.tirx.errors import TirxError
+from protosim.frontends.tirx.interp import compile_func
+from protosim.frontends.tirx.recognize import Recognizer, tensor_maps
+from protosim.frontends.tirx.tags import Storage, derive_tags, drafts_for_role, find_roles, finish_wgmma
+from protosim.gcpause import gc_paused
+from protosim.ir import L2_AT_LAUNCH, CtaProgram, RoleDecl, Schedule, ScheduleError, validate
+
+ARCH_OF_MMA = {"tcgen05": "b200", "wgmma": "h200"}
+
+
+def infer_arch(func: Any) -> str:
+    """The arch a kernel is written for, from the MMA family it calls."""
+    text = func.script()
+    if "tcgen05" in text:
+        return ARCH_OF_MMA["tcgen05"]
+    if "wgmma" in text:
+        return ARCH_OF_MMA["wgmma"]
+    raise TirxError("the kernel issues neither tcgen05 nor wgmma MMAs, so its arch cannot be inferred; "
+                    "pass it (--set arch=h200, or arch= in Python)")
+
+
+@gc_paused()
+def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | None = None, name: str | None = None,
+            ctas: Iterable[int] | None = None, l2_at_launch: str = "cold", config: dict[str, Any] | None = None
+            ) -> Schedule:
+    """Interpret ``func`` for every CTA of its grid (or those in ``ctas``) with the scalar
+    parameters ``args`` (a missing one is 0) and return its schedule on ``arch``.
+
+    Raises :class:`TirxError` for a construct outside the supported subset, naming its line."""
+    if l2_at_launch not in L2_AT_LAUNCH:
+        raise TirxError(f"l2_at_launch = {l2_at_launch!r}; use 'cold' or 'inputs'")
+    arch = arch or infer_arch(func)
+    try:
+        profile = load_profile(arch)
+    except UnknownArch as e:
+        raise TirxError(str(e)) from None
+    args = dict(args or {})
+    for key, value in args.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TirxError(f"argument {key} = {value!r}: the kernel's scalar parameters take integers")
+    program = compile_func(func, args)
+    maps = tensor_maps(program)
+    indices = list(range(program.n_ctas)) if ctas is None else sorted(set(ctas))
+    for i in indices:
+        if not 0 <= i < program.n_ctas:
+            raise TirxError(f"CTA {i}: the grid has {program.n_ctas} CTAs (0..{program.n_ctas - 1})")
+    raws = []
+    for i in indices:
+        rec = Recognizer(maps)
+        program.run_cta(i, rec)
+        raws.append(rec.ops)
+    roles = find_roles(raws, program.threads)
+    storage = Storage(raws, roles)
+    barriers, buffers = storage.decls()
+    programs = []
+    for i, cta_raws in zip(indices, raws):
+        drafts = [drafts_for_role(cta_raws, role, storage, profile.clock_ghz) for role in roles]
+        for role_drafts in drafts:
+            for d in role_drafts:
+                if d.raw.kind == "wgmma":
+                    finish_wgmma(d)
+        programs.append(CtaProgram(i, tuple(tuple(ops) for ops in derive_tags(drafts))))
+    schedule = Schedule(
+        name=name or func.attrs.get("global_symbol", "kernel") if func.attrs is not None else (name or "kernel"),
+        arch=profile.name,
+        barriers=barriers,
+        buffers=buffers,
+        roles=tuple(RoleDecl(n, w) for n, _, w in roles),
+        ctas=tuple(programs),
+        l2_at_launch=l2_at_launch,
+        config={"frontend": "tirx", "args": args, **(config or {})},
+    )
+    try:
+        validate(schedule)
+    except ScheduleError as e:
+        raise TirxError(f"the extracted schedule is not valid ({e}); a frontend gap -- please report it") from None
+    return schedule

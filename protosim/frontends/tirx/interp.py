@@ -1,0 +1,709 @@
+"""A SIMT interpreter over a parsed TIRx ``PrimFunc``: one CTA at a time, every thread a lane.
+
+Why the parsed PrimFunc (docs/tirx.md, ``prototypes/tirx/``): at that level ``T.inline``
+macros are inlined, ``T.meta_var`` values substituted, compile-time ``if`` pruned, every
+loop bound concrete for a config, and the tile primitives still name regions
+(``A[bx*128:+128, k*64:+64]``) and the PTX calls their barriers -- the names the
+schedule's tags need.  After ``LowerTIRx`` tiles become pool offsets and descriptor
+arithmetic; in CUDA C the names are gone.
+
+The program is compiled once into closures (:func:`compile_func`); :meth:`Program.run_cta`
+runs them for one CTA.  A value is a Python ``int`` when every lane agrees (a warp-uniform
+loop counter, a phase variable) and a numpy vector of one entry per thread of the CTA when
+it depends on the thread (``tid == 0``, ``lane_id``, ``elect_sync()``).  ``if`` narrows the
+*active mask*; a ``while`` runs until no active lane's condition holds.  What the program
+computes on data (float registers, clock reads, atomics) is :class:`Opaque`: a branch on an
+opaque value is an error, so instrumentation cannot silently steer the schedule.
+
+Every protocol call, tile primitive and thread store is handed, with its evaluated
+arguments, the active mask and its source line, to a *sink*
+(:class:`protosim.frontends.tirx.recognize.Recognizer`), which knows what the ops mean; this
+module only knows how to run a program.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from protosim.frontends.tirx.errors import TirxError
+
+WARP = 32
+
+
+class Opaque:
+    """A value the interpreter does not compute: data, a clock read, an atomic's result."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"<{self.what}>"
+
+
+@dataclass(frozen=True)
+class BufferInfo:
+    """A buffer the program declares: its name, scope (``shared.dyn``, ``tmem``, ``global``,
+    ``local``), element type and shape."""
+
+    name: str
+    scope: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def elems(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def elem_bytes(self) -> int:
+        return dtype_bytes(self.dtype)
+
+    def flat(self, idx: tuple[int, ...]) -> int:
+        f = 0
+        for i, s in zip(idx, self.shape):
+            f = f * s + i
+        return f
+
+
+def dtype_bytes(dtype: str) -> int:
+    digits = "".join(ch for ch in dtype if ch.isdigit())
+    return max(int(digits) // 8, 1) if digits else 1
+
+
+@dataclass(frozen=True)
+class Addr:
+    """``address_of(buf[idx])``: one element of a buffer (an mbarrier, a tile's base)."""
+
+    buf: BufferInfo
+    idx: tuple[int, ...]
+
+    @property
+    def offset(self) -> int:
+        return self.buf.flat(self.idx)
+
+    def __repr__(self) -> str:
+        return f"&{self.buf.name}[{','.join(map(str, self.idx))}]"
+
+
+@dataclass(frozen=True)
+class VarRef:
+    """``address_of(var)`` of a variable that is no buffer element (a TMA tensor map)."""
+
+    name: str
+    key: int
+
+
+@dataclass(frozen=True)
+class Region:
+    """``buf[lo0:lo0+n0, ...]`` of a tile primitive, evaluated (a lane-divergent minimum is
+    kept as a vector: a per-thread row)."""
+
+    buf: BufferInfo
+    mins: tuple[Any, ...]
+    extents: tuple[int, ...]
+
+    @property
+    def elems(self) -> int:
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n
+
+    @property
+    def bytes(self) -> int:
+        return self.elems * self.buf.elem_bytes
+
+    def __repr__(self) -> str:
+        return f"{self.buf.name}[{', '.join(f'{m}:+{e}' for m, e in zip(self.mins, self.extents))}]"
+
+
+def where(node: Any) -> str:
+    """``file.py:LINE`` of a node; an inlined macro gives its call sites and body line."""
+    sp = getattr(node, "span", None) if node is not None else None
+    if sp is None:
+        return "?"
+    if type(sp).__name__ == "SequentialSpan":
+        return "+".join(_span(x) for x in sp.spans)
+    return _span(sp)
+
+
+def _span(sp: Any) -> str:
+    return f"{str(sp.source_name.name).rsplit('/', 1)[-1]}:{sp.line}"
+
+
+def uniform(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> Any:
+    """A value every active thread (``mask``) agrees on, or a :class:`TirxError` (a
+    lane-divergent trip count, barrier index, ...)."""
+    if isinstance(v, np.ndarray):
+        if mask is not None and v.shape == mask.shape:
+            v = v[mask]
+        if v.size and (v == v.flat[0]).all():
+            return v.flat[0].item()
+        raise TirxError(f"{where(node)}: {what} differs between threads ({v.tolist()[:6]}...); protosim "
+                        "needs it the same in every thread of the CTA -- move the thread-dependent part into an if")
+    if isinstance(v, Opaque):
+        raise TirxError(f"{where(node)}: {what} depends on {v.what}, which protosim does not compute; "
+                        "make it depend on launch values and loop counters only")
+    return v
+
+
+class Cta:
+    """The state of one CTA's run: variable slots, the active mask, local buffers."""
+
+    __slots__ = ("index", "slots", "mask", "threads", "tid", "sink", "local", "ids")
+
+    def __init__(self, index: int, n_slots: int, threads: int, sink: Any):
+        self.index = index
+        self.slots: list[Any] = [None] * n_slots
+        self.threads = threads
+        self.tid = np.arange(threads, dtype=np.int64)
+        self.mask = np.ones(threads, dtype=bool)
+        self.sink = sink
+        self.local: dict[int, list[Any]] = {}
+        self.ids: dict[int, Any] = {}
+
+
+Expr = Callable[[Cta], Any]
+Stmt = Callable[[Cta], None]
+
+SCOPE_IDS = {
+    # ScopeIdDef.scope (tvm/tirx/exec_scope.py _SCOPE_BINDING_TO_PARENT_CUR) -> per-thread value
+    3: lambda t: t // 128,          # cta -> warpgroup
+    4: lambda t: t // WARP,         # cta -> warp
+    5: lambda t: (t // WARP) % 4,   # warpgroup -> warp
+    6: lambda t: t % WARP,          # warp -> thread (lane)
+    7: lambda t: t,                 # cta -> thread
+    8: lambda t: t % 128,           # warpgroup -> thread
+}
+CLUSTER_SCOPES = (0, 2, 9)  # kernel -> cluster, cluster -> cta, cluster -> cta_pair
+
+
+def _and(a: Any, b: Any) -> Any:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.logical_and(a, b)
+    return bool(a) and bool(b)
+
+
+def _or(a: Any, b: Any) -> Any:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.logical_or(a, b)
+    return bool(a) or bool(b)
+
+
+def _div(a: Any, b: Any) -> Any:
+    if isinstance(a, float) or isinstance(b, float):
+        return a / b
+    return a // b
+
+
+BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+    "FloorDiv": lambda a, b: a // b, "FloorMod": lambda a, b: a % b, "Div": _div, "Mod": lambda a, b: a % b,
+    "Min": lambda a, b: np.minimum(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else min(a, b),
+    "Max": lambda a, b: np.maximum(a, b) if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) else max(a, b),
+    "EQ": lambda a, b: a == b, "NE": lambda a, b: a != b, "LT": lambda a, b: a < b, "LE": lambda a, b: a <= b,
+    "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b, "And": _and, "Or": _or,
+    "BitwiseXor": lambda a, b: a ^ b, "BitwiseAnd": lambda a, b: a & b, "BitwiseOr": lambda a, b: a | b,
+    "LShift": lambda a, b: a << b, "RShift": lambda a, b: a >> b,
+}
+
+PURE_CALLS = {"tirx.cuda.cvta_generic_to_shared", "tirx.reinterpret"}
+"""Address conversions: the value passes through."""
+OPAQUE_CALLS = {"tirx.cuda.clock64": "clock64", "tirx.cuda.globaltimer": "globaltimer",
+                "tirx.cuda.atomic_add": "an atomic's result", "tirx.tvm_stack_alloca": "a tensor map",
+                "tirx.buffer_data": "a buffer's address"}
+"""Values that are data or time, never protocol: reading them is fine, branching on them is not."""
+
+
+class Program:
+    """A PrimFunc compiled to closures; :meth:`run_cta` runs one CTA through a sink."""
+
+    def __init__(self, func: Any, args: dict[str, int]):
+        self.func = func
+        self._slot: dict[int, int] = {}
+        self.buffers: dict[int, BufferInfo] = {}
+        self.locals: set[int] = set()
+        self.grid: tuple[int, ...] = ()
+        self.threads = 0
+        self.dyn_smem_bytes: int | None = None
+        self.params: dict[str, Any] = {}
+        self._param_values: list[tuple[int, Any]] = []
+        for p in func.params:
+            name = p.name
+            if "BufferType" in str(p.ty):
+                self._buffer(p, "global")
+            else:
+                self.params[name] = p
+        for name, value in args.items():
+            if name not in self.params:
+                continue  # load_kernel names unknown --set keys; extract passes what applies
+            self._param_values.append((self.slot(self.params[name]), value))
+        for name, p in self.params.items():
+            if name not in args:
+                self._param_values.append((self.slot(p), 0))
+        self._find_launch(func.body)
+        self.body = self.stmt(func.body)
+
+    # -- names ------------------------------------------------------------------
+    def slot(self, var: Any) -> int:
+        key = hash(var)
+        s = self._slot.get(key)
+        if s is None:
+            s = self._slot[key] = len(self._slot)
+        return s
+
+    def _buffer(self, buf: Any, scope: str | None = None) -> BufferInfo:
+        key = hash(buf)
+        info = self.buffers.get(key)
+        if info is None:
+            shape = tuple(int(s) for s in buf.shape) if all(type(s).__name__ == "IntImm" for s in buf.shape) else ()
+            info = self.buffers[key] = BufferInfo(buf.name, scope or buf.scope(), str(buf.dtype), shape)
+        return info
+
+    def _find_launch(self, body: Any) -> None:
+        """The grid (CTA ids) and threads per CTA, from the ScopeIdDefStmts."""
+        ext: dict[int, list[int]] = {}
+        stack = [body]
+        while stack:
+            n = stack.pop()
+            t = type(n).__name__
+            if t == "ScopeIdDefStmt":
+                d = getattr(n, "def")
+                if d.extents is None:
+                    raise TirxError(f"{where(n)}: a thread/CTA id without an extent; give it one "
+                                    "(T.cta_id([N]), T.thread_id([128]), ...)")
+                ext[int(d.scope)] = [int(x) for x in d.extents]
+                if int(d.scope) in CLUSTER_SCOPES and any(int(x) != 1 for x in d.extents):
+                    raise TirxError(f"{where(n)}: thread-block clusters ({n.script().strip()}) are not modelled "
+                                    "yet (issue 13); use a kernel without a cluster")
+            elif t == "SeqStmt":
+                stack.extend(n.seq)
+            for name in ("body", "then_case", "else_case"):
+                c = getattr(n, name, None)
+                if c is not None:
+                    stack.append(c)
+        self.grid = tuple(ext.get(1, [1]))
+        if 7 in ext:
+            self.threads = ext[7][0]
+        else:
+            warps = ext.get(4, [0])[0] or ext.get(3, [1])[0] * ext.get(5, [4])[0]
+            self.threads = warps * ext.get(6, [WARP])[0] if (4 in ext or 3 in ext or 5 in ext) else ext.get(8, [0])[0]
+        if not self.threads:
+            raise TirxError("the kernel declares no threads (T.thread_id / T.warpgroup_id / T.warp_id ...); "
+                            "protosim needs the CTA's thread count")
+        if self.threads % WARP:
+            raise TirxError(f"{self.threads} threads per CTA is not a whole number of warps")
+
+    @property
+    def n_ctas(self) -> int:
+        n = 1
+        for g in self.grid:
+            n *= g
+        return n
+
+    def run_cta(self, index: int, sink: Any) -> None:
+        c = Cta(index, len(self._slot), self.threads, sink)
+        for s, v in self._param_values:
+            c.slots[s] = v
+        self.body(c)
+
+    # -- expressions ------------------------------------------------------------
+    def expr(self, e: Any) -> Expr:
+        if isinstance(e, (bool, int, float, str)):
+            return lambda c, v=e: v
+        t = type(e).__name__
+        if t == "IntImm":
+            v = int(e.value)
+            return lambda c: v
+        if t == "FloatImm":
+            f = float(e.value)
+            return lambda c: f
+        if t == "StringImm":
+            s = e.value
+            return lambda c: s
+        if t == "Var":
+            s = self.slot(e)
+            name = e.name
+
+            def var(c: Cta) -> Any:
+                v = c.slots[s]
+                if v is None:
+                    raise TirxError(f"{where(e)}: variable {name} is read before it is set")
+                return v
+            return var
+        if t in BINARY:
+            fn = BINARY[t]
+            a, b = self.expr(e.a), self.expr(e.b)
+
+            def binary(c: Cta) -> Any:
+                x, y = a(c), b(c)
+                if x.__class__ is Opaque:
+                    return x
+                if y.__class__ is Opaque:
+                    return y
+                return fn(x, y)
+            return binary
+        if t == "Not":
+            a = self.expr(e.a)
+
+            def not_(c: Cta) -> Any:
+                x = a(c)
+                if isinstance(x, np.ndarray):
+                    return np.logical_not(x)
+                return x if x.__class__ is Opaque else not x
+            return not_
+        if t == "Cast":
+            a = self.expr(e.value)
+            to_int = "int" in str(e.ty)
+
+            def cast(c: Cta) -> Any:
+                x = a(c)
+                if to_int:
+                    if isinstance(x, np.ndarray):
+                        return x.astype(np.int64)
+                    if isinstance(x, (bool, float)):
+                        return int(x)
+                return x
+            return cast
+        if t == "Select":
+            return self._select(e.condition, e.true_value, e.false_value)
+        if t == "TensorLoad":
+            return self._load(e)
+        if t == "Call":
+            return self._call_expr(e)
+        raise TirxError(f"{where(e)}: expression {t} ({e}) is not supported by protosim's TIRx frontend; "
+                        "rewrite it with integer arithmetic (docs/tirx.md lists the subset)")
+
+    def _select(self, cond: Any, tv: Any, fv: Any) -> Expr:
+        k, a, b = self.expr(cond), self.expr(tv), self.expr(fv)
+
+        def select(c: Cta) -> Any:
+            x = k(c)
+            if isinstance(x, np.ndarray):
+                return np.where(x, a(c), b(c))
+            if x.__class__ is Opaque:
+                return x
+            return a(c) if x else b(c)
+        return select
+
+    def _indices(self, indices: Any) -> list[Expr]:
+        return [self.expr(i) for i in indices]
+
+    def _load(self, e: Any) -> Expr:
+        buf = e.source
+        key = hash(buf)
+        if key in self.locals:
+            info = self.buffers[key]
+            idx = self._indices(e.indices)
+
+            def local(c: Cta) -> Any:
+                i = info.flat(tuple(uniform(f(c), f"index into {info.name}", e, c.mask) for f in idx))
+                return c.local[key][i]
+            return local
+        name = buf.name
+        return lambda c: Opaque(f"the data of {name}")
+
+    def _call_expr(self, e: Any) -> Expr:
+        op = e.op.name
+        if op == "tirx.address_of":
+            (x,) = e.args
+            if type(x).__name__ == "TensorLoad":
+                info = self._buffer(x.source)
+                idx = self._indices(x.indices)
+                return lambda c: Addr(info, tuple(uniform(f(c), f"address into {info.name}", e, c.mask) for f in idx))
+            if type(x).__name__ == "Var":  # a tensor map (TMA's operand) or a scalar's address
+                ref = VarRef(x.name, hash(x))
+                return lambda c: ref
+            raise TirxError(f"{where(e)}: address_of({x}) is not supported; take the address of a buffer element")
+        if op in PURE_CALLS:
+            return self.expr(e.args[-1])
+        if op in ("tirx.if_then_else", "prim.if_then_else"):
+            return self._select(*e.args)
+        if op in OPAQUE_CALLS:
+            what = OPAQUE_CALLS[op]
+            return lambda c: Opaque(what)
+        if op == "tirx.cuda.elect_sync":
+            return _elect
+        # A protocol call used as a value (a test_wait in a condition): the sink decides.
+        args = [self.expr(a) for a in e.args]
+        return lambda c: c.sink.call(op, [a(c) for a in args], e, c)
+
+    # -- statements -------------------------------------------------------------
+    def stmt(self, st: Any) -> Stmt:
+        t = type(st).__name__
+        f = getattr(self, "_s_" + t, None)
+        if f is None:
+            raise TirxError(f"{where(st)}: statement {t} is not supported by protosim's TIRx frontend "
+                            "(docs/tirx.md lists the subset)")
+        return f(st)
+
+    def _s_SeqStmt(self, st: Any) -> Stmt:
+        body = [self.stmt(x) for x in st.seq]
+
+        def seq(c: Cta) -> None:
+            for s in body:
+                s(c)
+        return seq
+
+    def _s_AttrStmt(self, st: Any) -> Stmt:
+        if str(st.attr_key) == "tirx.dyn_smem_bytes" or "dyn_smem" in str(getattr(st, "attr_key", "")):
+            try:
+                self.dyn_smem_bytes = int(st.value)
+            except (TypeError, ValueError):
+                pass
+        return self.stmt(st.body)
+
+    def _s_Bind(self, st: Any) -> Stmt:
+        s, v = self.slot(st.var), self.expr(st.value)
+
+        def bind(c: Cta) -> None:
+            c.slots[s] = v(c)
+        return bind
+
+    def _s_ScopeIdDefStmt(self, st: Any) -> Stmt:
+        d = getattr(st, "def")
+        scope = int(d.scope)
+        ids = [self.slot(v) for v in d.def_ids]
+        ext = [int(x) for x in d.extents]
+        if scope == 1:  # kernel -> cta: blockIdx, x fastest
+            def cta_ids(c: Cta) -> None:
+                rem = c.index
+                for s, n in zip(ids, ext):
+                    c.slots[s] = rem % n
+                    rem //= n
+            return cta_ids
+        if scope in CLUSTER_SCOPES:  # extents are all 1 (checked in _find_launch)
+            def cluster_ids(c: Cta) -> None:
+                for s in ids:
+                    c.slots[s] = 0
+            return cluster_ids
+        fn = SCOPE_IDS.get(scope)
+        if fn is None or len(ids) != 1:
+            raise TirxError(f"{where(st)}: thread id {st.script().strip()} is not supported; use T.thread_id, "
+                            "T.warpgroup_id, T.warp_id_in_wg, T.lane_id")
+        s0 = ids[0]
+
+        def thread_ids(c: Cta) -> None:
+            c.slots[s0] = fn(c.tid)
+        return thread_ids
+
+    def _s_AllocBuffer(self, st: Any) -> Stmt:
+        buf = st.buffer
+        info = self._buffer(buf)
+        if info.scope == "local" and info.shape and str(buf.dtype).startswith(("int", "uint", "bool")):
+            key = hash(buf)
+            self.locals.add(key)
+            n = info.elems
+
+            def alloc(c: Cta) -> None:
+                c.local[key] = [0] * n
+            return alloc
+        if info.scope.startswith("shared") and info.elems:
+            sink_buf = info
+
+            def declare(c: Cta) -> None:
+                c.sink.declare(sink_buf, st)
+            return declare
+        return lambda c: None
+
+    def _s_DeclBuffer(self, st: Any) -> Stmt:
+        info = self._buffer(st.buffer)
+        if info.scope.startswith("shared") or info.scope == "tmem":
+            def declare(c: Cta) -> None:
+                c.sink.declare(info, st)
+            return declare
+        return lambda c: None
+
+    def _s_BufferStore(self, st: Any) -> Stmt:
+        buf = st.buffer
+        key = hash(buf)
+        info = self._buffer(buf)
+        idx = self._indices(st.indices)
+        if key in self.locals:
+            value = self.expr(st.value)
+
+            def store_local(c: Cta) -> None:
+                i = info.flat(tuple(uniform(f(c), f"index into {info.name}", st, c.mask) for f in idx))
+                v = value(c)
+                cells = c.local[key]
+                if c.mask.all():
+                    cells[i] = v
+                elif isinstance(v, (Opaque, Addr)):
+                    cells[i] = v  # per-thread opaque values are not tracked
+                else:
+                    old = cells[i]
+                    if isinstance(old, (Opaque, Addr)):
+                        old = 0
+                    cells[i] = np.where(c.mask, v, old)
+            return store_local
+        if info.scope == "local":
+            return lambda c: None  # float registers: data, not protocol
+
+        def store(c: Cta) -> None:
+            c.sink.store(info, [f(c) for f in idx], st, c)
+        return store
+
+    def _s_IfThenElse(self, st: Any) -> Stmt:
+        cond = self.expr(st.condition)
+        then = self.stmt(st.then_case)
+        other = self.stmt(st.else_case) if st.else_case is not None else None
+
+        def if_(c: Cta) -> None:
+            x = cond(c)
+            if x.__class__ is Opaque:
+                raise TirxError(f"{where(st)}: the condition `{st.condition}` depends on {x.what}, which protosim "
+                                "does not compute; keep data and clocks out of the protocol's control flow")
+            saved = c.mask
+            if isinstance(x, np.ndarray):
+                x = x.astype(bool)
+                m = saved & x
+                if m.any():
+                    c.mask = m
+                    then(c)
+                if other is not None:
+                    m = saved & ~x
+                    if m.any():
+                        c.mask = m
+                        other(c)
+                c.mask = saved
+            elif x:
+                then(c)
+            elif other is not None:
+                other(c)
+        return if_
+
+    def _s_For(self, st: Any) -> Stmt:
+        s = self.slot(st.loop_var)
+        lo, n = self.expr(st.min), self.expr(st.extent)
+        step = self.expr(st.step) if getattr(st, "step", None) is not None else (lambda c: 1)
+        body = self.stmt(st.body)
+
+        def for_(c: Cta) -> None:
+            a = uniform(lo(c), "a loop's start", st, c.mask)
+            b = uniform(n(c), "a loop's trip count", st, c.mask)
+            d = uniform(step(c), "a loop's step", st, c.mask)
+            for i in range(a, a + b * d if d != 1 else a + b, d):
+                c.slots[s] = i
+                body(c)
+        return for_
+
+    def _s_While(self, st: Any) -> Stmt:
+        cond = self.expr(st.condition)
+        body = self.stmt(st.body)
+
+        def while_(c: Cta) -> None:
+            saved = c.mask
+            for _ in range(1 << 20):
+                x = cond(c)
+                if x.__class__ is Opaque:
+                    raise TirxError(f"{where(st)}: the loop condition `{st.condition}` depends on {x.what}; "
+                                    "protosim reads wait loops only in the forms docs/tirx.md lists")
+                m = c.mask & x if isinstance(x, np.ndarray) else (c.mask if x else None)
+                if m is None or not m.any():
+                    break
+                c.mask = m
+                body(c)
+            else:
+                raise TirxError(f"{where(st)}: a while loop ran 2^20 times without ending")
+            c.mask = saved
+        return while_
+
+    def _s_Evaluate(self, st: Any) -> Stmt:
+        v = st.value
+        t = type(v).__name__
+        if t == "IntImm":
+            return lambda c: None
+        if t != "Call":
+            raise TirxError(f"{where(st)}: T.evaluate of {t} is not supported")
+        op = v.op.name
+        if op in PURE_CALLS or op in OPAQUE_CALLS or op in ("tirx.tvm_call_packed", "tirx.call_packed"):
+            return lambda c: None  # host-side tensor-map encoding is read by the sink at declare time
+        args = [self.expr(a) for a in v.args]
+        raw = list(v.args)
+
+        result = None
+        if raw and type(raw[0]).__name__ == "TensorLoad" and hash(raw[0].source) in self.locals:
+            result = raw[0]  # a call that writes its result into its first argument (try_wait's `ok`)
+        buf_key = hash(result.source) if result is not None else None
+        res_idx = self._indices(result.indices) if result is not None else []
+
+        def call(c: Cta) -> None:
+            out = c.sink.call(op, [a(c) for a in args], v, c, raw)
+            if out is not None and out.__class__.__name__ == "Result":
+                if buf_key is None:
+                    raise TirxError(f"{where(v)}: {op} writes a result, but its first argument is no local variable")
+                info = self.buffers[buf_key]
+                i = info.flat(tuple(uniform(f(c), "a result's index", v, c.mask) for f in res_idx))
+                old = c.local[buf_key][i]
+                if isinstance(old, (Opaque, Addr)):
+                    old = 0
+                c.local[buf_key][i] = out.value if c.mask.all() else np.where(c.mask, out.value, old)
+        return call
+
+    def _s_TilePrimitiveCall(self, st: Any) -> Stmt:
+        args = []
+        for a in st.args:
+            if type(a).__name__ == "TensorRegion":
+                args.append(self._region(a))
+            else:
+                args.append(self.expr(a))
+        config = {str(k): self.expr(v) for k, v in st.config.items()}
+        op, dispatch, scope = st.op.name, st.dispatch, str(st.scope.name)
+
+        def tile(c: Cta) -> None:
+            c.sink.tile(op, [a(c) for a in args], {k: v(c) for k, v in config.items()}, dispatch, scope, st, c)
+        return tile
+
+    def _region(self, r: Any) -> Expr:
+        info = self._buffer(r.source)
+        mins = [self.expr(x.min) for x in r.region]
+        exts = [self.expr(x.extent) for x in r.region]
+
+        def region(c: Cta) -> Region:
+            return Region(info, tuple(m(c) for m in mins), tuple(uniform(e(c), "a region's extent", r, c.mask) for e in exts))
+        return region
+
+    def tensor_maps(self) -> dict[int, list[Any]]:
+        """``cuTensorMapEncodeTiled`` calls of the host prologue: map variable -> the call's
+        arguments, evaluated (global buffer, dims, strides, box)."""
+        out: dict[int, list[Any]] = {}
+        stack = [self.func.body]
+        while stack:
+            n = stack.pop()
+            t = type(n).__name__
+            if t == "Evaluate" and type(n.value).__name__ == "Call" and n.value.op.name in ("tirx.tvm_call_packed",
+                                                                                           "tirx.call_packed"):
+                a = list(n.value.args)
+                if a and getattr(a[0], "value", None) == "runtime.cuTensorMapEncodeTiled":
+                    out[hash(a[1])] = a[2:]
+            elif t == "SeqStmt":
+                stack.extend(n.seq)
+            for name in ("body", "then_case", "else_case"):
+                ch = getattr(n, name, None)
+                if ch is not None:
+                    stack.append(ch)
+        return out
+
+
+def _elect(c: Cta) -> np.ndarray:
+    """``elect_sync()``: the first active lane of every warp with an active lane."""
+    m = c.mask.reshape(-1, WARP)
+    first = np.zeros_like(m)
+    has = m.any(axis=1)
+    first[np.flatnonzero(has), m.argmax(axis=1)[has]] = True
+    return first.reshape(-1)
+
+
+def compile_func(func: Any, args: dict[str, int]) -> Program:
+    if type(func).__name__ != "PrimFunc":
+        raise TirxError(f"expected a TIRx PrimFunc, got {type(func).__name__}")
+    return Program(func, args)

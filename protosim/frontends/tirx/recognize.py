@@ -1,0 +1,493 @@
+"""What a TIRx program's calls mean: protocol calls, tile primitives and thread stores -> raw ops.
+
+The interpreter (:mod:`protosim.frontends.tirx.interp`) hands every call it meets to
+:class:`Recognizer` with its evaluated arguments, the threads that execute it (the active
+mask) and its source line.  The recognizer turns each into a :class:`Raw` op -- an
+:mod:`protosim.ir` op kind with its fields still in the program's terms (an mbarrier is an
+:class:`~protosim.frontends.tirx.interp.Addr`, a tile a buffer offset) -- or into nothing
+when the call has no protocol effect (arithmetic, register conversions, a fence on
+registers).  A call it does not know is an error naming it and its line: never a silent skip.
+
+The tables below are the supported subset (docs/tirx.md): ``PROTOCOL`` (handled calls),
+``NO_EFFECT`` (known, nothing to model) and the tile primitives in :meth:`Recognizer.tile`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from protosim.frontends.tirx.errors import TirxError
+from protosim.frontends.tirx.interp import Addr, BufferInfo, Cta, Opaque, Region, dtype_bytes, where
+
+DONE = 1
+"""What a ``try_wait`` / ``test_wait`` returns to the program: "the phase completed".  The
+schedule's ``Wait`` blocks until it really does (the engine decides when), so the program's
+retry loop -- with its ``clock64`` budget, diagnostics and abort poll -- is one wait and its
+timeout branch is never taken (docs/tirx.md, "wait loops")."""
+
+
+class Result:
+    """A call's result written into its first argument (``T.ptx.mbarrier(ok, bar, p, "try_wait", ...)``)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A ``cuTensorMapEncodeTiled`` map: the global buffer, and the box in the map's order
+    (innermost dimension first)."""
+
+    name: str
+    buffer: str
+    box: tuple[int, ...]
+    elem_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        n = self.elem_bytes
+        for b in self.box:
+            n *= b
+        return n
+
+    def tile(self, coords: list[int]) -> str:
+        """The tile named by TMA coordinates (innermost first), outermost index first."""
+        return f"{self.buffer}[{','.join(str(c // b) for c, b in reversed(list(zip(coords, self.box))))}]"
+
+
+@dataclass(slots=True)
+class Raw:
+    """One op in the program's terms: an :mod:`protosim.ir` op ``kind``, the threads that
+    execute it, its line and its fields (``bar``: an Addr; ``dst`` / ``src`` / ``reads`` /
+    ``writes``: :class:`Touch`)."""
+
+    kind: str
+    mask: np.ndarray
+    where: str
+    f: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """A piece of a buffer an op reads or writes: ``elems`` elements from element ``offset``;
+    ``tile`` the global tile it copies (TMA, thread copies), ``rows`` the first index each
+    thread writes (per-thread stores: which warp writes which part)."""
+
+    buf: BufferInfo
+    offset: int
+    elems: int
+    tile: str = ""
+    rows: Any = None
+
+
+PROTOCOL_PREFIXES = ("tirx.ptx.", "tirx.cuda.")
+
+NO_EFFECT = {
+    # orders register accesses of the warpgroup's wgmma; protosim models no registers
+    "tirx.ptx.wgmma_fence",
+    # the TMEM allocation permit; protosim models the columns, not the permit
+    "tirx.ptx.tcgen05_relinquish_alloc_permit",
+    # instrumentation
+    "tirx.cuda.printf", "tirx.cuda.trap_when_assert_failed",
+    "tirx.cuda.iket_mark", "tirx.cuda.iket_official_event", "tirx.cuda.iket_range_end", "tirx.cuda.iket_range_pop",
+    "tirx.cuda.iket_range_push", "tirx.cuda.iket_range_start", "tirx.cuda.iket_sentinel_token",
+}
+"""Known calls with nothing to model."""
+
+ARITHMETIC = frozenset({
+    "abs", "abs_f", "abs_half", "add", "add_half", "add_int", "and", "bfe", "bfi", "bfind", "brev", "clz", "cnot",
+    "copysign", "cos", "cvt", "cvt_pack", "div", "div_f", "ex2", "ex2_half", "fma", "fma_half", "lg2", "lop3",
+    "mad_f", "mad_int", "max", "min", "mov", "mul", "mul_half", "mul_int", "neg", "not", "or", "popc", "prmt",
+    "rcp", "rem", "rsqrt", "sad", "selp", "shl", "shr", "sin", "sqrt", "sub", "tanh", "xor", "half2float",
+    "float22half2", "half8tofloat8", "float8tohalf8", "float_as_uint", "uint_as_float", "hmax2", "hmin2",
+    "fadd2_rn", "fmul2_rn", "fdividef", "ffs_u32", "make_float2", "float2_x", "float2_y", "bfloat162float",
+    "shfl_sync", "__shfl_sync", "__shfl_down_sync", "__shfl_up_sync", "__shfl_xor_sync", "activemask",
+    "__activemask", "thread_rank", "get_tmem_addr", "mov_sreg", "tcgen05_encode_instr_descriptor",
+    "runtime_instr_desc", "smem_addr_from_uint64",
+})
+"""Register arithmetic (``tirx.ptx.*`` / ``tirx.cuda.*``): a value, never protocol."""
+
+TILE_REGISTER_OPS = frozenset({
+    "add", "binary_chain", "binary_reduce", "cast", "exp", "exp2", "fdiv", "fill", "fma", "log2", "max", "maximum",
+    "min", "minimum", "mul", "permute_layout", "reciprocal", "reduce_negate", "select", "silu", "sqrt", "sub", "sum",
+    "unary_reduce", "zero", "memset",
+})
+"""Tile primitives that compute on registers (``T.tile.cast`` ...): no protocol when every
+region they touch is thread-local."""
+
+
+def _nums(args: list[Any]) -> list[Any]:
+    return [a for a in args if not isinstance(a, str)]
+
+
+def _strs(args: list[Any]) -> list[str]:
+    return [a for a in args if isinstance(a, str)]
+
+
+def _int(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> int:
+    if isinstance(v, np.ndarray):
+        if mask is not None and v.shape == mask.shape:
+            v = v[mask]
+        if v.size and (v == v.flat[0]).all():
+            return int(v.flat[0])
+        raise TirxError(f"{where(node)}: {what} differs between the threads that execute it; "
+                        "protosim needs one value per op")
+    if isinstance(v, Opaque):
+        raise TirxError(f"{where(node)}: {what} depends on {v.what}, which protosim does not compute")
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if not isinstance(v, (int, np.integer)):
+        raise TirxError(f"{where(node)}: {what} = {v!r}; expected an integer")
+    return int(v)
+
+
+def _addr(v: Any, what: str, node: Any) -> Addr:
+    if not isinstance(v, Addr):
+        raise TirxError(f"{where(node)}: {what} is {v!r}, not the address of a buffer element "
+                        "(T.address_of(buf[i]))")
+    return v
+
+
+class Recognizer:
+    """The interpreter's sink for one CTA: collects :class:`Raw` ops in program order."""
+
+    def __init__(self, maps: dict[int, TensorMap], node_of: dict[str, Any] | None = None):
+        self.maps = maps
+        self.ops: list[Raw] = []
+        self.declared: dict[str, BufferInfo] = {}
+        self.desc: dict[str, Addr] = {}
+        """wgmma descriptor variable -> the shared-memory address it was encoded from."""
+
+    # -- interpreter hooks ----------------------------------------------------------
+    def declare(self, info: BufferInfo, node: Any) -> None:
+        self.declared[info.name] = info
+
+    def emit(self, kind: str, c: Cta, node: Any, **f: Any) -> None:
+        self.ops.append(Raw(kind, c.mask, where(node), f))
+
+    def call(self, op: str, args: list[Any], node: Any, c: Cta, raw: list[Any] | None = None) -> Any:
+        if op in NO_EFFECT:
+            return None
+        short = op.split(".", 2)[-1] if op.startswith(PROTOCOL_PREFIXES) else None
+        handler = getattr(self, "_" + short, None) if short else None
+        if handler is not None:
+            return handler(args, node, c, raw)
+        if short in ARITHMETIC or (short or "").startswith(("cvt_", "mov_", "setp", "set_", "shfl", "redux", "vote",
+                                                             "match_", "ldmatrix", "add_mixed", "mul_mixed")):
+            return Opaque(f"the result of {op}")
+        raise TirxError(f"{where(node)}: {op} is not an op protosim's TIRx frontend knows; docs/tirx.md lists "
+                        "the supported calls -- an op that moves data or synchronises needs a model before it "
+                        "can be checked")
+
+    # -- mbarrier ---------------------------------------------------------------------
+    def _mbarrier_init(self, args, node, c, raw):
+        bar, count = _nums(args)[:2]
+        self.emit("mbar_init", c, node, bar=_addr(bar, "the barrier", node), count=_int(count, "the count", node, c.mask))
+
+    def _mbarrier_arrive(self, args, node, c, raw):
+        nums = _nums(args)
+        count = _int(nums[1], "the arrival count", node, c.mask) if len(nums) > 1 else 1
+        self.emit("arrive", c, node, bar=_addr(nums[0], "the barrier", node), count=count)
+
+    _mbarrier_arrive_nocount = _mbarrier_arrive
+
+    def _mbarrier_arrive_expect_tx(self, args, node, c, raw):
+        bar, nbytes = _nums(args)[:2]
+        self.emit("arrive_expect_tx", c, node, bar=_addr(bar, "the barrier", node), bytes=_int(nbytes, "the byte count", node, c.mask))
+
+    def _mbarrier_expect_tx(self, args, node, c, raw):
+        bar, nbytes = _nums(args)[:2]
+        self.emit("expect_tx", c, node, bar=_addr(bar, "the barrier", node), bytes=_int(nbytes, "the byte count", node, c.mask))
+
+    def _wait(self, bar: Any, parity: Any, node: Any, c: Cta) -> None:
+        self.emit("wait", c, node, bar=_addr(bar, "the barrier", node), parity=_int(parity, "the parity", node, c.mask) & 1)
+
+    def _mbarrier_try_wait_parity(self, args, node, c, raw):
+        nums = _nums(args)
+        if raw is not None and len(nums) >= 3:  # statement form: (result, barrier, parity[, hint])
+            self._wait(nums[1], nums[2], node, c)
+            return Result(DONE)
+        self._wait(nums[0], nums[1], node, c)  # expression form: (barrier, parity)
+        return DONE
+
+    _mbarrier_try_wait_parity_no_hint = _mbarrier_try_wait_parity
+    _mbarrier_test_wait_parity = _mbarrier_try_wait_parity
+
+    def _mbarrier_wait(self, args, node, c, raw):  # T.cuda.mbarrier_wait(bar, parity): the blocking loop
+        nums = _nums(args)
+        self._wait(nums[0], nums[1], node, c)
+
+    # -- TMA and bulk groups ------------------------------------------------------------
+    def _map(self, v: Any, node: Any) -> TensorMap:
+        m = self.maps.get(getattr(v, "key", None))
+        if m is None:
+            raise TirxError(f"{where(node)}: the TMA's tensor map is not one the kernel encodes with "
+                            "runtime.cuTensorMapEncodeTiled; protosim reads the box from that call")
+        return m
+
+    def _cp_async_bulk_tensor_g2s_cta(self, args, node, c, raw):
+        nums = _nums(args)
+        dst, tmap, *coords, bar = nums
+        m = self._map(tmap, node)
+        dst = _addr(dst, "the TMA destination", node)
+        coords = [_int(x, "a TMA coordinate", node, c.mask) for x in coords]
+        tile = m.tile(coords)
+        self.emit("tma_load", c, node, bar=_addr(bar, "the TMA's barrier", node), bytes=m.bytes,
+                  dst=Touch(dst.buf, dst.offset, m.bytes // dst.buf.elem_bytes, tile), src=tile)
+
+    _cp_async_bulk_tensor_g2s_cluster = _cp_async_bulk_tensor_g2s_cta
+
+    def _cp_async_bulk_tensor_s2g(self, args, node, c, raw):
+        tmap, *coords, src = _nums(args)
+        m = self._map(tmap, node)
+        src = _addr(src, "the TMA store's source", node)
+        tile = m.tile([_int(x, "a TMA coordinate", node, c.mask) for x in coords])
+        self.emit("tma_store", c, node, bytes=m.bytes, src=Touch(src.buf, src.offset, m.bytes // src.buf.elem_bytes, tile))
+
+    def _cp_async_bulk_commit_group(self, args, node, c, raw):
+        self.emit("bulk_commit", c, node)
+
+    def _cp_async_bulk_wait_group(self, args, node, c, raw):
+        nums = _nums(args)
+        self.emit("bulk_wait", c, node, n=_int(nums[0], "the group count", node, c.mask) if nums else 0,
+                  read=any(s.strip(".") == "read" for s in _strs(args)))
+
+    # -- Ampere cp.async ------------------------------------------------------------------
+    def _cp_async(self, args, node, c, raw, nbytes_at: int = 2):
+        nums = _nums(args)
+        dst = _addr(nums[0], "the cp.async destination", node)
+        nbytes = _int(nums[nbytes_at], "the cp.async size", node, c.mask) if len(nums) > nbytes_at else 16
+        self.emit("cp_async", c, node, bytes=nbytes, dst=Touch(dst.buf, dst.offset, nbytes // dst.buf.elem_bytes))
+
+    _cp_async_ca = _cp_async
+    _cp_async_cg = _cp_async
+
+    def _cp_async_commit_group(self, args, node, c, raw):
+        self.emit("cp_async_commit", c, node)
+
+    def _cp_async_wait_group(self, args, node, c, raw):
+        nums = _nums(args)
+        self.emit("cp_async_wait", c, node, n=_int(nums[0], "the group count", node, c.mask) if nums else 0)
+
+    def _cp_async_wait_all(self, args, node, c, raw):
+        self.emit("cp_async_wait", c, node, n=0)
+
+    # -- synchronisation ---------------------------------------------------------------
+    def _cta_sync(self, args, node, c, raw):
+        self.emit("cta_sync", c, node)
+
+    def _warpgroup_sync(self, args, node, c, raw):
+        nums = _nums(args)
+        self.emit("named_barrier", c, node, barrier_id=_int(nums[0], "the named barrier", node, c.mask) if nums else 0,
+                  threads=128)
+
+    def _bar_sync(self, args, node, c, raw):
+        nums = _nums(args)
+        bid = _int(nums[0], "the named barrier", node, c.mask) if nums else 0
+        if len(nums) > 1:
+            self.emit("named_barrier", c, node, barrier_id=bid, threads=_int(nums[1], "the thread count", node, c.mask))
+        elif bid == 0:
+            self.emit("cta_sync", c, node)
+        else:
+            self.emit("named_barrier", c, node, barrier_id=bid, threads=c.threads)
+
+    _barrier_sync = _bar_sync
+    _bar_sync_count = _bar_sync
+    _barrier_sync_count = _bar_sync
+
+    def _warp_sync(self, args, node, c, raw):
+        self.emit("warp_sync", c, node)
+
+    _bar_warp_sync = _warp_sync
+
+    def _fence(self, which: str, c: Cta, node: Any) -> None:
+        self.emit("fence", c, node, fence=which)
+
+    def _fence_proxy(self, args, node, c, raw):
+        self._fence("proxy_async", c, node)
+
+    def _fence_mbarrier_init(self, args, node, c, raw):
+        self._fence("mbarrier_init", c, node)
+
+    def _tcgen05_fence(self, args, node, c, raw):
+        kind = next((s for s in _strs(args) if s.startswith("fence::")), "fence::")
+        self._fence("tcgen05_" + kind.split("::", 1)[1], c, node)
+
+    def _thread_fence(self, args, node, c, raw):
+        self._fence("thread", c, node)
+
+    def _nano_sleep(self, args, node, c, raw):
+        self.emit("sleep", c, node, ns=_int(_nums(args)[0], "the sleep time", node, c.mask))
+
+    # -- tcgen05 ------------------------------------------------------------------------
+    def _tcgen05_alloc(self, args, node, c, raw):
+        self.emit("tmem_alloc", c, node, columns=_int(_nums(args)[-1], "the TMEM columns", node, c.mask))
+
+    def _tcgen05_dealloc(self, args, node, c, raw):
+        self.emit("tmem_dealloc", c, node, columns=_int(_nums(args)[-1], "the TMEM columns", node, c.mask))
+
+    def _tcgen05_commit(self, args, node, c, raw):
+        self.emit("mma_commit", c, node, bar=_addr(_nums(args)[0], "the commit's barrier", node))
+
+    def _tcgen05_wait(self, args, node, c, raw):
+        if any("wait::st" in s for s in _strs(args)):
+            raise TirxError(f"{where(node)}: tcgen05.wait::st -- TMEM stores are not modelled yet")
+        self.emit("wait_ld", c, node)
+
+    # -- wgmma --------------------------------------------------------------------------
+    def _wgmma_encode_matrix_descriptor(self, args, node, c, raw):
+        dst, src = _nums(args)[:2]
+        self.desc[_addr(dst, "the descriptor", node).buf.name] = _addr(src, "the descriptor's shared memory", node)
+
+    def _wgmma_commit_group(self, args, node, c, raw):
+        self.emit("wgmma_commit", c, node)
+
+    def _wgmma_wait_group(self, args, node, c, raw):
+        nums = _nums(args)
+        self.emit("wgmma_wait", c, node, n=_int(nums[0], "the group count", node, c.mask) if nums else 0)
+
+    def _wgmma_ss(self, args, node, c, raw, a_from_smem: bool = True):
+        shape = next((s for s in _strs(args) if s.startswith("m") and "n" in s and "k" in s), None)
+        if shape is None or raw is None:
+            raise TirxError(f"{where(node)}: a wgmma without its mMnNkK shape string")
+        m, rest = shape[1:].split("n", 1)
+        n, k = rest.split("k", 1)
+        descs = [self.desc[a.source.name] for a in raw
+                 if type(a).__name__ == "TensorLoad" and a.source.name in self.desc]
+        if len(descs) < (2 if a_from_smem else 1):
+            raise TirxError(f"{where(node)}: the wgmma's operand descriptors were not encoded with "
+                            "T.cuda.wgmma.encode_matrix_descriptor before it")
+        reads = descs[-2:] if a_from_smem else descs[-1:]
+        self.emit("wgmma", c, node, m=int(m), n=int(n), k=int(k), reads=[Touch(a.buf, a.offset, 0) for a in reads],
+                  a=reads[0].idx if a_from_smem else None, b=reads[-1].idx)
+
+    def _wgmma_f16_ss(self, args, node, c, raw):
+        self._wgmma_ss(args, node, c, raw)
+
+    _wgmma_bf16_ss = _wgmma_f16_ss
+    _wgmma_tf32_ss = _wgmma_f16_ss
+    _wgmma_fp8_ss = _wgmma_f16_ss
+    _wgmma_f16_f16acc_ss = _wgmma_f16_ss
+
+    def _wgmma_f16_rs(self, args, node, c, raw):
+        self._wgmma_ss(args, node, c, raw, a_from_smem=False)
+
+    _wgmma_bf16_rs = _wgmma_f16_rs
+
+    # -- thread stores ------------------------------------------------------------------
+    def store(self, info: BufferInfo, idx: list[Any], node: Any, c: Cta) -> None:
+        if info.scope == "global":
+            if not info.dtype.startswith("float") and not info.dtype.startswith("bfloat"):
+                return  # integer global stores are instrumentation (diag words, trace rows): docs/tirx.md
+            self.emit("global_store", c, node, bytes=info.elem_bytes)
+            return
+        if info.scope.startswith("shared"):
+            offset = _row(idx)
+            self.emit("smem_store", c, node, bytes=info.elem_bytes, dst=Touch(info, 0, info.elems, rows=offset))
+            return
+        raise TirxError(f"{where(node)}: a store into {info.scope} buffer {info.name} is not modelled")
+
+    # -- tile primitives ----------------------------------------------------------------
+    def tile(self, op: str, args: list[Any], config: dict[str, Any], dispatch: Any, scope: str, node: Any,
+             c: Cta) -> None:
+        name = op.rsplit(".", 1)[-1]
+        regions = [a for a in args if isinstance(a, Region)]
+        spaces = [_space(r.buf) for r in regions]
+        if name in TILE_REGISTER_OPS and all(s == "local" for s in spaces):
+            return
+        if name in ("copy", "copy_async") and len(regions) == 2:
+            dst, src = regions
+            self._tile_copy(name == "copy_async", dst, src, config, dispatch, scope, node, c)
+            return
+        if name == "gemm_async" and str(dispatch) == "tcgen05":
+            d, a, b = regions[:3]
+            flags = [x for x in args if not isinstance(x, Region)]
+            accumulate = bool(_int(flags[2], "gemm_async's accumulate flag", node, c.mask)) if len(flags) >= 3 else True
+            self.emit("mma", c, node, m=d.extents[0], n=d.extents[1], k=a.extents[-1], accumulate=accumulate,
+                      reads=[_touch(a), _touch(b)], writes=[_touch(d)])
+            return
+        raise TirxError(f"{where(node)}: T.{scope}.{name} over {', '.join(map(repr, regions))} (dispatch "
+                        f"{dispatch}) is not a tile primitive protosim's TIRx frontend models (docs/tirx.md)")
+
+    def _tile_copy(self, is_async: bool, dst: Region, src: Region, config: dict[str, Any], dispatch: Any,
+                   scope: str, node: Any, c: Cta) -> None:
+        ds, ss = _space(dst.buf), _space(src.buf)
+        tma = str(dispatch).startswith("tma")
+        if is_async and tma and ds == "shared" and ss == "global":
+            bar = config.get("mbar")
+            tile = _tile_name(src)
+            self.emit("tma_load", c, node, bar=_addr(bar, "the TMA's barrier (mbar=)", node), bytes=src.bytes,
+                      dst=_touch(dst, tile), src=tile)
+        elif is_async and tma and ds == "global" and ss == "shared":
+            self.emit("tma_store", c, node, bytes=dst.bytes, src=_touch(src, _tile_name(dst)))
+        elif is_async and ds == "local" and ss == "tmem":
+            self.emit("tmem_load", c, node, bytes=src.bytes, src=_touch(src), scope=scope)
+        elif not is_async and ds == "shared" and ss == "global":
+            self.emit("thread_copy", c, node, bytes=src.bytes, dst=_touch(dst, _tile_name(src)), src=_tile_name(src),
+                      scope=scope)
+        elif not is_async and ds == "shared" and ss == "local":
+            self.emit("smem_store", c, node, bytes=dst.bytes, dst=Touch(dst.buf, 0, dst.buf.elems, rows=dst.mins[0]),
+                      per_thread=scope == "thread")
+        elif not is_async and ds == "global" and ss == "local":
+            self.emit("global_store", c, node, bytes=dst.bytes, per_thread=scope == "thread")
+        elif not is_async and ds == "local" and ss == "shared":
+            self.emit("local_load", c, node, bytes=src.bytes, src=_touch(src), per_thread=scope == "thread")
+        elif ds == "local" and ss == "local":
+            return
+        else:
+            raise TirxError(f"{where(node)}: T.{scope}.copy{'_async' if is_async else ''}({dst!r}, {src!r}) "
+                            f"(dispatch {dispatch}) is not a copy protosim models: it reads TMA loads and stores, "
+                            "TMEM loads, thread copies global->shared and register stores (docs/tirx.md)")
+
+
+def _space(buf: BufferInfo) -> str:
+    if buf.scope.startswith("shared"):
+        return "shared"
+    if buf.scope in ("global", "tmem"):
+        return buf.scope
+    return "local"
+
+
+def _row(idx: list[Any]) -> Any:
+    return idx[0] if idx else 0
+
+
+def _tile_name(r: Region) -> str:
+    """``A[bx*128:+128, k*64:+64]`` -> ``A[bx,k]``: each minimum in units of the region's extent."""
+    parts = []
+    for m, e in zip(r.mins, r.extents):
+        if isinstance(m, np.ndarray):
+            m = int(m.min())
+        parts.append(str(int(m) // e) if e else str(m))
+    return f"{r.buf.name}[{','.join(parts)}]"
+
+
+def _touch(r: Region, tile: str = "") -> Touch:
+    mins = []
+    for m in r.mins:
+        if isinstance(m, np.ndarray):
+            m = int(m.min())
+        mins.append(int(m))
+    return Touch(r.buf, r.buf.flat(tuple(mins)), r.elems, tile)
+
+
+def tensor_maps(program: Any) -> dict[int, TensorMap]:
+    """Every ``cuTensorMapEncodeTiled`` of the program: map variable -> :class:`TensorMap`.
+    Arguments (tvm's runtime.cuTensorMapEncodeTiled): map, dtype, rank, global address,
+    dims[rank], strides[rank-1] (bytes), box[rank], element strides[rank], interleave,
+    swizzle, L2 promotion, OOB fill."""
+    out = {}
+    for key, a in program.tensor_maps().items():
+        dtype, rank = a[0].value, int(a[1])
+        glob = a[2]
+        name = getattr(getattr(glob, "args", [None])[0], "name", None) if type(glob).__name__ == "Call" else None
+        if name is None:
+            name = str(glob).split(".")[0]
+        box = tuple(int(x) for x in a[3 + rank + rank - 1: 3 + rank + rank - 1 + rank])
+        out[key] = TensorMap(name=str(name), buffer=str(name), box=box, elem_bytes=dtype_bytes(dtype))
+    return out

@@ -1,0 +1,561 @@
+"""From raw ops (what each CTA's threads did) to a schedule: roles, issuers, storage and tags.
+
+A builder knows its intent; a frontend only has the code.  This module derives everything a
+schedule needs from what the code determines, in four steps:
+
+1. **Roles** -- warps that execute the same non-synchronising ops belong together: every op
+   other than a CTA-wide ``bar.sync`` or a fence joins the warps that execute it
+   (union-find over all CTAs).  Each group must be consecutive warps.  A group is named by
+   what it does: ``mma`` (issues MMAs), ``producer`` (TMA loads, no MMA), ``writeback``
+   (the rest), the kernels' own role names (``kernels/spec.py``).
+2. **Issuers** -- an op's threads, seen from its role: every thread (``all``), the first
+   warp (``warp0``), one thread (``one``), one thread in every warp (``each_warp``), or a
+   whole other warp for a sleep (the lagging-warp knob).  Anything else is an error naming
+   the op and the threads.
+3. **Storage** -- every mbarrier element the program names is a barrier ``buf[i]``, its
+   count from its first ``init``; a shared buffer's stage is the size of the largest async
+   transfer into or out of it (a TMA box, an MMA operand), so ``Asmem[s, ...]`` is stage
+   ``s``; TMEM stages by the MMA's column range; per-warp writes (thread copies, register
+   stores, TMEM loads) make one part per warp of the writing role.
+4. **Logical tags** (:func:`derive_tags`): ``use`` by counting, ``Access.content`` by data
+   flow through the barriers -- docs/tirx.md says what each loses without intent.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from protosim.frontends.tirx.errors import TirxError
+from protosim.frontends.tirx.interp import WARP, Addr, BufferInfo
+from protosim.frontends.tirx.recognize import Raw, Touch
+from protosim.ir import (
+    WARP_PART,
+    Access,
+    Arrive,
+    ArriveExpectTx,
+    BarrierDecl,
+    BufferDecl,
+    BulkCommit,
+    BulkWait,
+    CpAsync,
+    CpAsyncCommit,
+    CpAsyncWait,
+    CtaSync,
+    ExpectTx,
+    Fence,
+    GlobalStore,
+    LocalLoad,
+    MbarInit,
+    Mma,
+    MmaCommit,
+    NamedBarrierSync,
+    Op,
+    RoleDecl,
+    Sleep,
+    SmemStore,
+    ThreadCopy,
+    TmaLoad,
+    TmaStore,
+    TmemAlloc,
+    TmemDealloc,
+    TmemLoad,
+    Wait,
+    WaitLd,
+    WarpSync,
+    Wgmma,
+    WgmmaCommit,
+    WgmmaWait,
+)
+
+NO_UNION = {"cta_sync", "fence", "named_barrier", "warp_sync"}
+"""Ops every role runs alike (a CTA-wide barrier, a fence): they do not make warps one role."""
+PER_WARP = {"thread_copy", "smem_store", "global_store", "tmem_load", "local_load", "cp_async"}
+"""Ops each executing warp performs on its own share of the data."""
+FOLDED = {"smem_store", "global_store", "local_load"}
+"""Per-thread element stores that run back to back fold into one op per warp (an unrolled
+epilogue writes a row element by element)."""
+
+
+# --------------------------------------------------------------------------- roles
+
+
+def find_roles(ctas: list[list[Raw]], threads: int) -> list[tuple[str, int, int]]:
+    """``(name, first warp, warps)`` of every role, in warp order."""
+    n_warps = threads // WARP
+    parent = list(range(n_warps))
+
+    def find(w: int) -> int:
+        while parent[w] != w:
+            parent[w] = parent[parent[w]]
+            w = parent[w]
+        return w
+
+    does: dict[int, set[str]] = defaultdict(set)
+    seen: set[bytes] = set()
+    for raws in ctas:
+        for r in raws:
+            key = r.kind.encode() + np.packbits(r.mask).tobytes()
+            if key in seen:
+                continue
+            seen.add(key)
+            warps = np.flatnonzero(r.mask.reshape(n_warps, WARP).any(axis=1))
+            for w in warps:
+                does[int(w)].add(r.kind)
+            if r.kind in NO_UNION or len(warps) < 2:
+                continue
+            root = find(int(warps[0]))
+            for w in warps[1:]:
+                parent[find(int(w))] = root
+    groups: dict[int, list[int]] = defaultdict(list)
+    for w in range(n_warps):
+        groups[find(w)].append(w)
+    roles = []
+    for ws in sorted(groups.values()):
+        if ws != list(range(ws[0], ws[-1] + 1)):
+            raise TirxError(f"warps {ws} run one program but are not consecutive; protosim's roles are runs of "
+                            "consecutive warps -- number the warps so that each role's warps are adjacent")
+        kinds = set().union(*(does[w] for w in ws))
+        name = ("mma" if kinds & {"mma", "wgmma"} else "producer" if "tma_load" in kinds
+                else "writeback" if kinds - NO_UNION else "idle")
+        roles.append((name, ws[0], len(ws)))
+    names: dict[str, int] = defaultdict(int)
+    for name, _, _ in roles:
+        names[name] += 1
+    out, taken = [], defaultdict(int)
+    for name, first, n in roles:
+        if names[name] > 1:
+            name = f"{name}{taken[name]}"
+            taken[name.rstrip('0123456789')] += 1
+        out.append((name, first, n))
+    return out
+
+
+def issuer_of(r: Raw, first: int, warps: int, role: str) -> tuple[str, int | None] | None:
+    """How the role's threads execute ``r``: an issuer rule, and for a sleep of one warp its
+    index; None when no thread of the role executes it."""
+    sub = r.mask[first * WARP:(first + warps) * WARP].reshape(warps, WARP)
+    per_warp = sub.sum(axis=1)
+    total = int(per_warp.sum())
+    if total == 0:
+        return None
+    if total == warps * WARP:
+        return "all", None
+    active = np.flatnonzero(per_warp)
+    if total == 1 and active[0] == 0:
+        return "one", None
+    if len(active) == 1 and per_warp[active[0]] == WARP:
+        if active[0] == 0:
+            return "warp0", None
+        if r.kind == "sleep":
+            return "all", int(active[0])
+    if warps > 1 and (per_warp == 1).all():
+        return "each_warp", None
+    if r.kind in PER_WARP and len(active) == warps:
+        return "all", None  # some lanes idle in a per-thread store: each warp writes its share
+    if total == 1 and r.kind == "sleep":
+        return "one", None
+    who = ", ".join(f"warp {first + w}: {int(per_warp[w])} thread(s)" for w in active)
+    raise TirxError(f"{r.where}: {r.kind} is executed by {who} of role {role} (warps {first}..{first + warps - 1}); "
+                    "protosim's issuers are every thread, the role's first warp, one thread (its first), or one "
+                    "thread per warp -- guard the op with tid == 0, warp_id == 0 or elect_sync()")
+
+
+# --------------------------------------------------------------------------- storage
+
+
+def barrier_name(a: Addr) -> str:
+    return f"{a.buf.name}[{a.offset}]"
+
+
+class Storage:
+    """Barriers and buffers the raw ops name, with each buffer's stage size."""
+
+    def __init__(self, ctas: list[list[Raw]], roles: list[tuple[str, int, int]]):
+        self.count: dict[str, int] = {}
+        self.barrier_order: list[str] = []
+        self.stage_elems: dict[str, int] = {}
+        self.infos: dict[str, BufferInfo] = {}
+        self.tmem_end: dict[str, int] = {}
+        self.parts: dict[str, int] = {}
+        role_warps = {first: n for _, first, n in roles}
+        for raws in ctas:
+            for r in raws:
+                bar = r.f.get("bar")
+                if bar is not None:
+                    name = barrier_name(bar)
+                    if name not in self.count:
+                        self.barrier_order.append(name)
+                        self.count[name] = 1
+                    if r.kind == "mbar_init" and name not in self._inited:
+                        self._inited.add(name)
+                        self.count[name] = r.f["count"]
+                for t in self._touches(r):
+                    self.infos[t.buf.name] = t.buf
+                    if t.elems and r.kind not in PER_WARP:
+                        self.stage_elems[t.buf.name] = max(self.stage_elems.get(t.buf.name, 0), t.elems)
+                    if t.buf.scope == "tmem" and t.elems:
+                        cols = t.buf.shape[-1]
+                        end = t.offset % cols + t.elems // t.buf.shape[0]
+                        self.tmem_end[t.buf.name] = max(self.tmem_end.get(t.buf.name, 0), end)
+                    if r.kind in PER_WARP:
+                        warps = r.mask.reshape(-1, WARP).any(axis=1)
+                        first = int(np.argmax(warps))
+                        n = next((n for f, n in role_warps.items() if f <= first < f + n), 1)
+                        self.parts[t.buf.name] = max(self.parts.get(t.buf.name, 1), n)
+
+    _inited: set[str]
+
+    def __new__(cls, *a: Any, **k: Any) -> Storage:
+        self = super().__new__(cls)
+        self._inited = set()
+        return self
+
+    @staticmethod
+    def _touches(r: Raw) -> list[Touch]:
+        out = [r.f[k] for k in ("dst", "src") if isinstance(r.f.get(k), Touch)]
+        out += list(r.f.get("reads", ())) + list(r.f.get("writes", ()))
+        return out
+
+    def stage_of(self, t: Touch) -> int:
+        size = self.stage_size(t.buf)
+        return t.offset // size if size else 0
+
+    def stage_size(self, info: BufferInfo) -> int:
+        if info.scope == "tmem":
+            return self.stage_elems.get(info.name, info.elems) or info.elems
+        return self.stage_elems.get(info.name, 0) or info.elems
+
+    def decls(self) -> tuple[tuple[BarrierDecl, ...], tuple[BufferDecl, ...]]:
+        barriers = tuple(BarrierDecl(n, self.count[n]) for n in self.barrier_order)
+        buffers = []
+        for name, info in self.infos.items():
+            size = self.stage_size(info)
+            parts = self.parts.get(name, 1)
+            if info.scope == "tmem":
+                rows = info.shape[0] if info.shape else 128
+                cols = max(size // rows, 1)
+                stages = max(-(-self.tmem_end.get(name, cols) // cols), 1)
+                buffers.append(BufferDecl(name, "tmem", stages, columns=cols, parts=parts))
+            else:
+                stages = max(info.elems // size, 1) if size else 1
+                align = 1024 if name in self.stage_elems else 128
+                buffers.append(BufferDecl(name, "smem", stages, size * info.elem_bytes, parts=parts, align=align))
+        return barriers, tuple(buffers)
+
+
+# --------------------------------------------------------------------------- ops
+
+
+class Draft:
+    """An op being built: its class, fields, the raw it came from, and its accesses (so
+    contents can be filled in by :func:`derive_tags`)."""
+
+    __slots__ = ("cls", "f", "raw", "bar", "writes", "reads")
+
+    def __init__(self, cls: type[Op], raw: Raw, **f: Any):
+        self.cls, self.raw, self.f = cls, raw, f
+        self.bar: str | None = None
+        self.writes: list[tuple[str, Access]] = []
+        self.reads: list[tuple[str, Access]] = []
+
+
+def _per_warp_bytes(r: Raw, first: int, warps: int) -> int:
+    sub = r.mask[first * WARP:(first + warps) * WARP].reshape(warps, WARP)
+    if r.f.get("per_thread", r.kind in FOLDED):
+        return r.f["bytes"] * int(sub.sum(axis=1).max())
+    executing = int(r.mask.reshape(-1, WARP).any(axis=1).sum())
+    return r.f["bytes"] // max(executing, 1)
+
+
+def drafts_for_role(raws: list[Raw], role: tuple[str, int, int], storage: Storage, clock_ghz: float) -> list[Draft]:
+    """The role's ops in program order (folded where runs of thread stores or wgmmas form one op)."""
+    name, first, warps = role
+    out: list[Draft] = []
+    prev: tuple[Raw, Draft] | None = None
+    for r in raws:
+        who = issuer_of(r, first, warps, name)
+        if who is None:
+            continue
+        issuer, sleep_warp = who
+        k = r.kind
+        if prev is not None and k in FOLDED | {"wgmma"} and prev[0].kind == k and _same_target(prev[0], r):
+            _fold(prev[1], r, first, warps)
+            prev = (r, prev[1])
+            continue
+        d = _draft(r, issuer, sleep_warp, first, warps, storage, clock_ghz)
+        if d is not None:
+            out.append(d)
+            prev = (r, d)
+        else:
+            prev = None
+    return out
+
+
+def _same_target(a: Raw, b: Raw) -> bool:
+    if a.mask is not b.mask and not np.array_equal(a.mask, b.mask):
+        return False
+    if a.kind == "wgmma":
+        return a.f["m"] == b.f["m"] and a.f["n"] == b.f["n"]
+    da, db = a.f.get("dst") or a.f.get("src"), b.f.get("dst") or b.f.get("src")
+    return (da is None and db is None) or (da is not None and db is not None and da.buf.name == db.buf.name)
+
+
+def _fold(d: Draft, r: Raw, first: int, warps: int) -> None:
+    if r.kind == "wgmma":
+        rows, ks, ns = d.f.pop("_rows"), d.f.pop("_ks"), d.f.pop("_ns")
+        rows.add(_row_of(r.f["a"]))
+        ks.add(r.f["b"][-1])
+        ns.add(_row_of(r.f["b"]))
+        d.f["_count"] += 1
+        d.f.update(_rows=rows, _ks=ks, _ns=ns)
+        return
+    d.f["bytes"] += _per_warp_bytes(r, first, warps)
+
+
+def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, storage: Storage,
+           clock_ghz: float) -> Draft | None:
+    f, k = r.f, r.kind
+    if k == "mbar_init":
+        d = Draft(MbarInit, r, issuer=issuer)
+        d.bar = barrier_name(f["bar"])
+        return d
+    if k in ("arrive", "arrive_expect_tx", "expect_tx", "mma_commit", "wait"):
+        cls = {"arrive": Arrive, "arrive_expect_tx": ArriveExpectTx, "expect_tx": ExpectTx, "mma_commit": MmaCommit,
+               "wait": Wait}[k]
+        extra = {"count": f["count"]} if k == "arrive" and f["count"] != 1 else {}
+        if k in ("arrive_expect_tx", "expect_tx"):
+            extra["bytes"] = f["bytes"]
+        if k == "wait":
+            extra["parity"] = f["parity"]
+        d = Draft(cls, r, issuer=issuer, **extra)
+        d.bar = barrier_name(f["bar"])
+        return d
+    if k == "tma_load":
+        d = Draft(TmaLoad, r, issuer=issuer, bytes=f["bytes"], src=f["src"])
+        d.bar = barrier_name(f["bar"])
+        d.writes.append(("dst", _access(f["dst"], storage)))
+        return d
+    if k == "tma_store":
+        d = Draft(TmaStore, r, issuer=issuer, bytes=f["bytes"])
+        d.reads.append(("src", _access(f["src"], storage)))
+        return d
+    if k in ("thread_copy", "cp_async"):
+        cls = ThreadCopy if k == "thread_copy" else CpAsync
+        extra = {"src": f["src"]} if f.get("src") else {}
+        d = Draft(cls, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), **extra)
+        d.writes.append(("dst", _access(f["dst"], storage, part=WARP_PART)))
+        return d
+    if k == "smem_store":
+        d = Draft(SmemStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
+        part = WARP_PART if _disjoint_rows(r, first, warps) else None
+        d.writes.append(("dst", Access(f["dst"].buf.name, 0, "", part)))
+        return d
+    if k == "global_store":
+        return Draft(GlobalStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
+    if k == "local_load":
+        d = Draft(LocalLoad, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
+        d.reads.append(("src", _access(f["src"], storage)))
+        return d
+    if k == "tmem_load":
+        d = Draft(TmemLoad, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
+        d.reads.append(("src", _access(f["src"], storage, part=WARP_PART)))
+        return d
+    if k == "mma":
+        d = Draft(Mma, r, issuer=issuer, m=f["m"], n=f["n"], k_elems=f["k"], accumulate=f["accumulate"])
+        d.reads += [("reads", _access(t, storage)) for t in f["reads"]]
+        d.writes += [("writes", _access(t, storage)) for t in f["writes"]]
+        return d
+    if k == "wgmma":
+        d = Draft(Wgmma, r, issuer=issuer, m=f["m"], n=f["n"], k_elems=f["k"], accumulate=True)
+        d.reads += [("reads", _access(t, storage)) for t in f["reads"]]
+        a, b = f["a"], f["b"]
+        d.f.update(_count=1, _rows={_row_of(a)}, _ks={b[-1]}, _ns={_row_of(b)})
+        return d
+    simple = {"bulk_commit": (BulkCommit, ()), "bulk_wait": (BulkWait, ("n", "read")), "wgmma_commit": (WgmmaCommit, ()),
+              "wgmma_wait": (WgmmaWait, ("n",)), "wait_ld": (WaitLd, ()), "tmem_alloc": (TmemAlloc, ("columns",)),
+              "tmem_dealloc": (TmemDealloc, ("columns",)), "cta_sync": (CtaSync, ()),
+              "named_barrier": (NamedBarrierSync, ("barrier_id", "threads")), "warp_sync": (WarpSync, ()),
+              "fence": (Fence, ("fence",)), "cp_async_commit": (CpAsyncCommit, ()), "cp_async_wait": (CpAsyncWait, ("n",))}
+    if k in simple:
+        cls, fields = simple[k]
+        extra = {x: f[x] for x in fields}
+        if k in ("bulk_wait",) and not extra["read"]:
+            extra.pop("read")
+        return Draft(cls, r, issuer=issuer if cls not in (CtaSync, NamedBarrierSync, Fence) else "all", **extra)
+    if k == "sleep":
+        extra = {"warp": sleep_warp} if sleep_warp is not None else {}
+        return Draft(Sleep, r, issuer=issuer, cycles=round(f["ns"] * clock_ghz), **extra)
+    raise TirxError(f"{r.where}: {k} has no schedule op (a frontend gap; please report it)")
+
+
+def _row_of(idx: tuple[int, ...] | None) -> int:
+    """The row index of a wgmma operand's address (its second-to-last index)."""
+    return idx[-2] if idx is not None and len(idx) > 1 else 0
+
+
+def _access(t: Touch, storage: Storage, part: int | None = None) -> Access:
+    return Access(t.buf.name, storage.stage_of(t), "", part)
+
+
+def _disjoint_rows(r: Raw, first: int, warps: int) -> bool:
+    """Whether each warp writes its own rows (the first index of a per-thread store)."""
+    rows = r.f["dst"].rows
+    if not isinstance(rows, np.ndarray):
+        return False
+    sub = rows[first * WARP:(first + warps) * WARP].reshape(warps, WARP)
+    m = r.mask[first * WARP:(first + warps) * WARP].reshape(warps, WARP)
+    sets = [set(sub[w][m[w]].tolist()) for w in range(warps)]
+    return all(not (sets[i] & sets[j]) for i in range(warps) for j in range(i + 1, warps))
+
+
+def finish_wgmma(d: Draft) -> None:
+    """A run of wgmma instructions between a fence and a commit is one schedule op of the
+    whole tile: M from the distinct A rows, N from the distinct B rows, K from the distinct
+    K offsets (or, where they do not multiply out, the instruction's M x N and the K that
+    keeps the FLOPs)."""
+    count = d.f.pop("_count")
+    rows, ks, ns = d.f.pop("_rows"), d.f.pop("_ks"), d.f.pop("_ns")
+    m, n, k = d.f["m"], d.f["n"], d.f["k_elems"]
+    if len(rows) * len(ks) * len(ns) == count:
+        d.f.update(m=m * len(rows), n=n * len(ns), k_elems=k * len(ks))
+    else:
+        d.f.update(k_elems=k * count)
+
+
+# --------------------------------------------------------------------------- tags
+
+FILLS = ("arrive", "arrive_expect_tx", "mma_commit")
+"""Ops that arrive on a barrier: each is one fill of it (a phase's arrival) by its role."""
+TX = ("tma_load", "arrive_expect_tx", "expect_tx")
+
+
+class Offsets:
+    """Which use a role's k-th wait on a barrier is for: ``k + offset``.
+
+    * A role that fills the barrier itself, or a barrier that receives bytes (TMA loads,
+      ``expect_tx``), is waited on for its fills in order: the k-th wait is for use k.
+    * An arrival-only barrier filled by other roles is a *release* barrier: a role that
+      fills a byte-counted barrier (a TMA producer) acquires a ring that starts free, so its
+      k-th wait is for release k-1 (use -1 first: the phase a fresh barrier counts as
+      complete).  Between two arrival-only hand-offs (an accumulator passed back and forth)
+      the code says which side starts: a first wait with parity 1 is for use -1.
+
+    This is the one place intent is inferred; docs/tirx.md says what it cannot tell apart."""
+
+    def __init__(self, cta: list[list[Draft]]):
+        self.fillers: dict[str, set[int]] = defaultdict(set)
+        self.tx: set[str] = set()
+        self.first_parity: dict[tuple[int, str], int] = {}
+        for role, drafts in enumerate(cta):
+            for d in drafts:
+                if d.bar is None:
+                    continue
+                k = d.raw.kind
+                if k in FILLS:
+                    self.fillers[d.bar].add(role)
+                if k in TX:
+                    self.tx.add(d.bar)
+                if k == "wait":
+                    self.first_parity.setdefault((role, d.bar), d.f["parity"])
+        self.producers = {role for role, drafts in enumerate(cta)
+                          if any(d.bar in self.tx and d.raw.kind in FILLS for d in drafts)}
+
+    def offset(self, role: int, bar: str) -> int:
+        if bar in self.tx or role in self.fillers.get(bar, ()) or not self.fillers.get(bar):
+            return 0
+        if role in self.producers:
+            return -1
+        return -1 if self.first_parity.get((role, bar)) == 1 else 0
+
+
+def derive_tags(cta: list[list[Draft]]) -> list[list[Op]]:
+    """One CTA's drafts (per role) -> ops with ``use`` and ``Access.content``.
+
+    ``use``: a role's n-th fill of a barrier is use n (:class:`protosim.pipeline.UseCounter`'s
+    rule); a TMA load belongs to the fill whose bytes it completes (the next
+    ``arrive.expect_tx`` when the kernel issues loads first, the last one when it announces
+    first -- decided by the role's first TMA op on that barrier); waits by :class:`Offsets`.
+
+    ``content``: a write names its data -- a TMA load or thread copy the global tile its
+    coordinates select, any other write ``<buffer>@<role>#<n>`` (the role's n-th write of
+    that stage).  A fill publishes the filling role's latest writes; a wait acquires what the
+    fill it waits for published; a read expects the latest data its role wrote or acquired
+    for that stage.  So a read's expectation follows the protocol's intent (the wait's
+    ``use``), and a read the protocol does not order after its data is what the checkers see."""
+    from protosim.pipeline import UseCounter
+
+    offsets = Offsets(cta)
+    names = [f"r{i}" for i in range(len(cta))]
+    published: dict[tuple[str, int], dict[tuple[str, int], str]] = defaultdict(dict)
+    uses: list[list[int | None]] = []
+    contents: list[list[list[str]]] = []
+    for role, drafts in enumerate(cta):
+        fills, waits = UseCounter(), UseCounter()
+        loads_first: dict[str, bool] = {}
+        latest: dict[tuple[str, int], str] = {}
+        n_writes: dict[tuple[str, int], int] = defaultdict(int)
+        role_uses: list[int | None] = []
+        role_contents: list[list[str]] = []
+        for d in drafts:
+            k, bar, use = d.raw.kind, d.bar, None
+            if bar is not None:
+                if k in ("tma_load", "arrive_expect_tx", "expect_tx") and bar not in loads_first:
+                    loads_first[bar] = k == "tma_load"
+                if k == "wait":
+                    use = waits.take(bar) + offsets.offset(role, bar)
+                elif k in FILLS:
+                    use = fills.take(bar)
+                elif k == "tma_load":
+                    use = fills.count(bar) if loads_first[bar] else fills.last(bar)
+                elif k == "expect_tx":
+                    use = fills.count(bar)
+            wrote = []
+            for _, acc in d.writes:
+                key = (acc.buffer, acc.stage)
+                if k in ("tma_load", "thread_copy") and d.f.get("src"):
+                    content = d.f["src"]
+                else:
+                    n_writes[key] += 1
+                    content = f"{acc.buffer}@{names[role]}#{n_writes[key]}"
+                latest[key] = content
+                wrote.append(content)
+                if k == "tma_load":
+                    published[(bar, use)][key] = content
+            if k in FILLS:
+                published[(bar, use)].update(latest)
+            role_uses.append(use)
+            role_contents.append(wrote)
+        uses.append(role_uses)
+        contents.append(role_contents)
+    out = []
+    for role, drafts in enumerate(cta):
+        view: dict[tuple[str, int], str] = {}
+        ops: list[Op] = []
+        for d, use, wrote in zip(drafts, uses[role], contents[role]):
+            if d.raw.kind == "wait":
+                view.update(published.get((d.bar, use), {}))
+            f = dict(d.f)
+            if d.bar is not None:
+                f["barrier"] = d.bar
+                if d.cls is not MbarInit:
+                    f["use"] = use
+            for name, acc in d.reads:
+                _put(f, name, Access(acc.buffer, acc.stage, view.get((acc.buffer, acc.stage), ""), acc.part))
+            for (name, acc), content in zip(d.writes, wrote):
+                view[(acc.buffer, acc.stage)] = content
+                _put(f, name, Access(acc.buffer, acc.stage, content, acc.part))
+            if "src" in f and isinstance(f["src"], str) and f["src"] == f["dst"].content:
+                del f["src"]  # a copy's source defaults to the tile it writes
+            ops.append(d.cls(**f))
+        out.append(ops)
+    return out
+
+
+def _put(f: dict[str, Any], name: str, acc: Access) -> None:
+    if name in ("reads", "writes"):
+        f[name] = (*f.get(name, ()), acc)
+    else:
+        f[name] = acc

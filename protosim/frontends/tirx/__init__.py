@@ -19,8 +19,8 @@ __all__ = ["TirxError", "extract", "load_kernel"]
 
 def extract(func, arch=None, *, args=None, name=None, ctas=None, l2_at_launch="cold", config=None):
     """The schedule of ``func`` (a TIRx ``PrimFunc``) launched on ``arch``; see
-    :func:`protosim.frontends.tirx.extract.extract`."""
-    from protosim.frontends.tirx.extract import extract as _extract
+    :func:`protosim.frontends.tirx.reader.extract`."""
+    from protosim.frontends.tirx.reader import extract as _extract
 
     return _extract(func, arch, args=args, name=name, ctas=ctas, l2_at_launch=l2_at_launch, config=config)
 

@@ -548,6 +548,15 @@ class Program:
         if info.scope == "local":
             return lambda c: None  # float registers: data, not protocol
 
+        src = _global_load(st.value)
+        if src is not None:  # a thread copy, element by element: smem[...] = A[...]
+            src_info = self._buffer(src.source)
+            src_idx = self._indices(src.indices)
+
+            def copy(c: Cta) -> None:
+                c.sink.store(info, [f(c) for f in idx], st, c, (src_info, [f(c) for f in src_idx]))
+            return copy
+
         def store(c: Cta) -> None:
             c.sink.store(info, [f(c) for f in idx], st, c)
         return store
@@ -692,6 +701,15 @@ class Program:
                 if ch is not None:
                     stack.append(ch)
         return out
+
+
+def _global_load(e: Any) -> Any:
+    """The global-buffer load a stored value is (through casts), if it is one."""
+    while type(e).__name__ == "Cast":
+        e = e.value
+    if type(e).__name__ == "TensorLoad" and e.source.scope() == "global":
+        return e
+    return None
 
 
 def _elect(c: Cta) -> np.ndarray:

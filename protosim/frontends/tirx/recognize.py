@@ -380,15 +380,22 @@ class Recognizer:
     _wgmma_bf16_rs = _wgmma_f16_rs
 
     # -- thread stores ------------------------------------------------------------------
-    def store(self, info: BufferInfo, idx: list[Any], node: Any, c: Cta) -> None:
+    def store(self, info: BufferInfo, idx: list[Any], node: Any, c: Cta, src: Any = None) -> None:
         if info.scope == "global":
             if not info.dtype.startswith("float") and not info.dtype.startswith("bfloat"):
                 return  # integer global stores are instrumentation (diag words, trace rows): docs/tirx.md
-            self.emit("global_store", c, node, bytes=info.elem_bytes)
+            lo, hi = _box(idx, idx, c)
+            self.emit("global_store", c, node, bytes=info.elem_bytes, glob=info.name, lo=lo, hi=hi)
             return
         if info.scope.startswith("shared"):
-            offset = _row(idx)
-            self.emit("smem_store", c, node, bytes=info.elem_bytes, dst=Touch(info, 0, info.elems, rows=offset))
+            cells = info.flat(tuple(idx))  # which element each thread writes: which part is whose
+            if src is not None:
+                glob, gidx = src
+                lo, hi = _box(gidx, gidx, c)
+                self.emit("thread_copy", c, node, bytes=info.elem_bytes, per_thread=True,
+                          dst=Touch(info, 0, info.elems, rows=cells), glob=glob.name, lo=lo, hi=hi)
+                return
+            self.emit("smem_store", c, node, bytes=info.elem_bytes, dst=Touch(info, 0, info.elems, rows=cells))
             return
         raise TirxError(f"{where(node)}: a store into {info.scope} buffer {info.name} is not modelled")
 
@@ -434,7 +441,9 @@ class Recognizer:
             self.emit("smem_store", c, node, bytes=dst.bytes, dst=Touch(dst.buf, 0, dst.buf.elems, rows=dst.mins[0]),
                       per_thread=scope == "thread")
         elif not is_async and ds == "global" and ss == "local":
-            self.emit("global_store", c, node, bytes=dst.bytes, per_thread=scope == "thread")
+            lo, hi = _box(dst.mins, [m + e - 1 for m, e in zip(dst.mins, dst.extents)], c)
+            self.emit("global_store", c, node, bytes=dst.bytes, per_thread=scope == "thread", glob=dst.buf.name,
+                      lo=lo, hi=hi)
         elif not is_async and ds == "local" and ss == "shared":
             self.emit("local_load", c, node, bytes=src.bytes, src=_touch(src), per_thread=scope == "thread")
         elif ds == "local" and ss == "local":
@@ -453,8 +462,11 @@ def _space(buf: BufferInfo) -> str:
     return "local"
 
 
-def _row(idx: list[Any]) -> Any:
-    return idx[0] if idx else 0
+def _box(lows: list[Any], highs: list[Any], c: Cta) -> tuple[list[int], list[int]]:
+    """The box of global indices the active threads touch (per-thread values reduced)."""
+    lo = [int(np.min(g[c.mask])) if isinstance(g, np.ndarray) else int(g) for g in lows]
+    hi = [int(np.max(g[c.mask])) if isinstance(g, np.ndarray) else int(g) for g in highs]
+    return lo, hi
 
 
 def _tile_name(r: Region) -> str:

@@ -74,7 +74,7 @@ NO_UNION = {"cta_sync", "fence", "named_barrier", "warp_sync"}
 """Ops every role runs alike (a CTA-wide barrier, a fence): they do not make warps one role."""
 PER_WARP = {"thread_copy", "smem_store", "global_store", "tmem_load", "local_load", "cp_async"}
 """Ops each executing warp performs on its own share of the data."""
-FOLDED = {"smem_store", "global_store", "local_load"}
+FOLDED = {"smem_store", "global_store", "local_load", "thread_copy"}
 """Per-thread element stores that run back to back fold into one op per warp (an unrolled
 epilogue writes a row element by element)."""
 
@@ -253,13 +253,15 @@ class Draft:
     """An op being built: its class, fields, the raw it came from, and its accesses (so
     contents can be filled in by :func:`derive_tags`)."""
 
-    __slots__ = ("cls", "f", "raw", "bar", "writes", "reads")
+    __slots__ = ("cls", "f", "raw", "bar", "writes", "reads", "out")
 
     def __init__(self, cls: type[Op], raw: Raw, **f: Any):
         self.cls, self.raw, self.f = cls, raw, f
         self.bar: str | None = None
         self.writes: list[tuple[str, Access]] = []
         self.reads: list[tuple[str, Access]] = []
+        self.out: str | None = None
+        """An output store's global tile (``D[0,1]``): what the op's role is computing."""
 
 
 def _per_warp_bytes(r: Raw, first: int, warps: int) -> int:
@@ -313,6 +315,9 @@ def _fold(d: Draft, r: Raw, first: int, warps: int) -> None:
         d.f.update(_rows=rows, _ks=ks, _ns=ns)
         return
     d.f["bytes"] += _per_warp_bytes(r, first, warps)
+    if "lo" in r.f:  # an element-wise thread copy: the global box it covers so far
+        d.f["_lo"] = [min(a, b) for a, b in zip(d.f["_lo"], r.f["lo"])]
+        d.f["_hi"] = [max(a, b) for a, b in zip(d.f["_hi"], r.f["hi"])]
 
 
 def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, storage: Storage,
@@ -341,10 +346,13 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
     if k == "tma_store":
         d = Draft(TmaStore, r, issuer=issuer, bytes=f["bytes"])
         d.reads.append(("src", _access(f["src"], storage)))
+        d.out = f["src"].tile
         return d
     if k in ("thread_copy", "cp_async"):
         cls = ThreadCopy if k == "thread_copy" else CpAsync
         extra = {"src": f["src"]} if f.get("src") else {}
+        if "lo" in f:
+            extra.update(_glob=f["glob"], _lo=list(f["lo"]), _hi=list(f["hi"]))
         d = Draft(cls, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), **extra)
         d.writes.append(("dst", _access(f["dst"], storage, part=WARP_PART)))
         return d
@@ -354,7 +362,8 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
         d.writes.append(("dst", Access(f["dst"].buf.name, 0, "", part)))
         return d
     if k == "global_store":
-        return Draft(GlobalStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
+        return Draft(GlobalStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), _glob=f["glob"],
+                     _lo=list(f["lo"]), _hi=list(f["hi"]))
     if k == "local_load":
         d = Draft(LocalLoad, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
         d.reads.append(("src", _access(f["src"], storage)))
@@ -409,6 +418,18 @@ def _disjoint_rows(r: Raw, first: int, warps: int) -> bool:
     m = r.mask[first * WARP:(first + warps) * WARP].reshape(warps, WARP)
     sets = [set(sub[w][m[w]].tolist()) for w in range(warps)]
     return all(not (sets[i] & sets[j]) for i in range(warps) for j in range(i + 1, warps))
+
+
+def finish_copy(d: Draft) -> None:
+    """An element-wise thread copy folded over its loop copies a box of the global tensor:
+    its tile in units of the box (``A[0,3]``), as a TMA of that box would name it."""
+    glob, lo, hi = d.f.pop("_glob"), d.f.pop("_lo"), d.f.pop("_hi")
+    ext = [b - a + 1 for a, b in zip(lo, hi)]
+    tile = f"{glob}[{','.join(str(a // e) for a, e in zip(lo, ext))}]"
+    if d.cls is GlobalStore:
+        d.out = tile
+    else:
+        d.f["src"] = tile
 
 
 def finish_wgmma(d: Draft) -> None:
@@ -530,28 +551,116 @@ def derive_tags(cta: list[list[Draft]]) -> list[list[Op]]:
             role_contents.append(wrote)
         uses.append(role_uses)
         contents.append(role_contents)
-    out = []
+    reads: list[list[list[str]]] = []
     for role, drafts in enumerate(cta):
         view: dict[tuple[str, int], str] = {}
-        ops: list[Op] = []
+        role_reads = []
         for d, use, wrote in zip(drafts, uses[role], contents[role]):
             if d.raw.kind == "wait":
                 view.update(published.get((d.bar, use), {}))
+            role_reads.append([view.get((acc.buffer, acc.stage), "") for _, acc in d.reads])
+            for (_, acc), content in zip(d.writes, wrote):
+                view[(acc.buffer, acc.stage)] = content
+        reads.append(role_reads)
+    tiles = tiles_and_ks(cta, uses, contents, reads, offsets)
+    out = []
+    for role, drafts in enumerate(cta):
+        ops: list[Op] = []
+        for d, use, wrote, read, (tile, k) in zip(drafts, uses[role], contents[role], reads[role], tiles[role]):
             f = dict(d.f)
             if d.bar is not None:
                 f["barrier"] = d.bar
                 if d.cls is not MbarInit:
                     f["use"] = use
-            for name, acc in d.reads:
-                _put(f, name, Access(acc.buffer, acc.stage, view.get((acc.buffer, acc.stage), ""), acc.part))
+            for (name, acc), content in zip(d.reads, read):
+                _put(f, name, Access(acc.buffer, acc.stage, content, acc.part))
             for (name, acc), content in zip(d.writes, wrote):
-                view[(acc.buffer, acc.stage)] = content
                 _put(f, name, Access(acc.buffer, acc.stage, content, acc.part))
             if "src" in f and isinstance(f["src"], str) and f["src"] == f["dst"].content:
                 del f["src"]  # a copy's source defaults to the tile it writes
+            if tile is not None:
+                f["tile"] = tile
+            if k is not None:
+                f["k"] = k
             ops.append(d.cls(**f))
         out.append(ops)
     return out
+
+
+MMAS = ("mma", "wgmma")
+COPIES = ("tma_load", "thread_copy", "cp_async")
+
+
+def _tile_of(name: str | None) -> tuple[int, int] | None:
+    """``D[0,1]`` -> (0, 1): an output tile's block coordinates (2-D outputs only)."""
+    if not name or "[" not in name:
+        return None
+    inside = name[name.index("[") + 1:-1].split(",")
+    return (int(inside[0]), int(inside[1])) if len(inside) == 2 else None
+
+
+def tiles_and_ks(cta: list[list[Draft]], uses: list[list[int | None]], contents: list[list[list[str]]],
+                 reads: list[list[list[str]]], offsets: Offsets) -> list[list[tuple[Any, Any]]]:
+    """The ``tile`` and ``k`` tags, from what the code computes (docs/tirx.md).
+
+    * ``tile``: a role that writes output works toward the tile of its next output store
+      (TMA store coordinates, or the box of its global stores); an op after its last store
+      has none.
+    * ``k``: an MMA's index among its role's MMAs of that tile; a copy takes the tile and k of
+      the MMA that reads what it wrote (so a prefetched load is tagged with the k it feeds);
+      a fill takes its role's latest MMA's (commits, releases) or copy's (``expect_tx``);
+      a wait for a fill takes that fill's; a wait that acquires a free stage, and a sleep,
+      take those of the role's next copy or MMA."""
+    tags: list[list[list[Any]]] = [[[None, None] for _ in drafts] for drafts in cta]
+    reader: dict[str, tuple[Any, Any]] = {}
+    for role, drafts in enumerate(cta):
+        tile, n_mma = None, 0
+        for i in range(len(drafts) - 1, -1, -1):  # backwards: the next store's tile
+            d = drafts[i]
+            if d.out is not None:
+                tile = _tile_of(d.out)
+            tags[role][i][0] = tile
+        last_tile = object()
+        for i, d in enumerate(drafts):
+            t = tags[role][i][0]
+            if t != last_tile:
+                last_tile, n_mma = t, 0
+            if d.raw.kind in MMAS and t is not None:
+                tags[role][i][1] = n_mma
+                n_mma += 1
+                for c in reads[role][i]:
+                    if c:
+                        reader.setdefault(c, (t, tags[role][i][1]))
+    fill_tags: dict[tuple[str, int], tuple[Any, Any]] = {}
+    for role, drafts in enumerate(cta):
+        latest: tuple[Any, Any] = (None, None)
+        for i, d in enumerate(drafts):
+            k = d.raw.kind
+            if k in COPIES:
+                wrote = contents[role][i]
+                if wrote and wrote[0] in reader:
+                    tags[role][i] = list(reader[wrote[0]])
+                latest = tuple(tags[role][i])
+            elif k in MMAS:
+                latest = tuple(tags[role][i])
+            elif d.bar is not None and k != "wait" and k != "mbar_init":
+                if latest != (None, None):
+                    tags[role][i] = [tags[role][i][0] if tags[role][i][0] is not None else latest[0], latest[1]]
+                fill_tags[(d.bar, uses[role][i])] = tuple(tags[role][i])
+    for role, drafts in enumerate(cta):
+        upcoming: tuple[Any, Any] = (None, None)
+        for i in range(len(drafts) - 1, -1, -1):
+            d = drafts[i]
+            k = d.raw.kind
+            if k in COPIES or k in MMAS:
+                upcoming = tuple(tags[role][i])
+            elif k == "wait":
+                acquire = offsets.offset(role, d.bar) < 0
+                got = upcoming if acquire else fill_tags.get((d.bar, uses[role][i]), upcoming)
+                tags[role][i] = [tags[role][i][0] if tags[role][i][0] is not None else got[0], got[1]]
+            elif k == "sleep":
+                tags[role][i] = [tags[role][i][0] if tags[role][i][0] is not None else upcoming[0], upcoming[1]]
+    return [[tuple(t) for t in role] for role in tags]
 
 
 def _put(f: dict[str, Any], name: str, acc: Access) -> None:

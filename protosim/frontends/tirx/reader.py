@@ -14,7 +14,7 @@ from protosim.arch import UnknownArch, load_profile
 from protosim.frontends.tirx.errors import TirxError
 from protosim.frontends.tirx.interp import compile_func
 from protosim.frontends.tirx.recognize import Recognizer, tensor_maps
-from protosim.frontends.tirx.tags import Storage, derive_tags, drafts_for_role, find_roles, finish_wgmma
+from protosim.frontends.tirx.tags import Storage, derive_tags, drafts_for_role, find_roles, finish_copy, finish_wgmma
 from protosim.gcpause import gc_paused
 from protosim.ir import L2_AT_LAUNCH, CtaProgram, RoleDecl, Schedule, ScheduleError, validate
 
@@ -72,6 +72,8 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
             for d in role_drafts:
                 if d.raw.kind == "wgmma":
                     finish_wgmma(d)
+                elif "_glob" in d.f:
+                    finish_copy(d)
         programs.append(CtaProgram(i, tuple(tuple(ops) for ops in derive_tags(drafts))))
     schedule = Schedule(
         name=name or func.attrs.get("global_symbol", "kernel") if func.attrs is not None else (name or "kernel"),

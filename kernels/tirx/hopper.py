@@ -133,7 +133,7 @@ def _kernel(spec: KernelSpec):
         tx = T.thread_id([THREADS])
 
         pool = T.SMEMPool()
-        full_bar = pool.alloc((PIPE,), "uint64", align=8)   # the seed's tma_bar[stage]
+        tma_bar = pool.alloc((PIPE,), "uint64", align=8)   # the seed's tma_bar[stage]
         mma_bar = pool.alloc((1,), "uint64", align=8)
         empty_bar = pool.alloc((PIPE,), "uint64", align=8)  # ws only: stage released by the MMA
         pool.move_base_to(1024)
@@ -177,7 +177,7 @@ def _kernel(spec: KernelSpec):
 
         if tx == 0:
             for s in T.serial(PIPE):
-                T.ptx.mbarrier.init.shared.b64(T.address_of(full_bar[s]), T.uint32(1))
+                T.ptx.mbarrier.init.shared.b64(T.address_of(tma_bar[s]), T.uint32(1))
                 T.ptx.mbarrier.init.shared.b64(T.address_of(empty_bar[s]), T.uint32(1))
             T.ptx.mbarrier.init.shared.b64(T.address_of(mma_bar[0]), T.uint32(1))
         T.ptx.fence.mbarrier_init.release.cluster()
@@ -256,7 +256,7 @@ def _kernel(spec: KernelSpec):
             # in ring order (carried) and records when each completed: the bytes landed.
             for j in T.serial(CTA0_K_TILES):
                 kc = j
-                observe_wait(T.address_of(full_bar[j % PIPE]), (j // PIPE) % 2)
+                observe_wait(T.address_of(tma_bar[j % PIPE]), (j // PIPE) % 2)
                 if aborted == 0:
                     trace_row(7, j, j // KT)
 
@@ -286,10 +286,10 @@ def _kernel(spec: KernelSpec):
                     if bx == 0 and tx % 128 == 0:
                         trace_row(1, tile_no * KT + kk, tile_no)  # the k-tile being loaded (prefetches run ahead of kc)
                 T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
-                    T.address_of(Asmem[st, 0, 0]), T.address_of(A_map), kk * BK, m_idx * BM, T.address_of(full_bar[st]))
+                    T.address_of(Asmem[st, 0, 0]), T.address_of(A_map), kk * BK, m_idx * BM, T.address_of(tma_bar[st]))
                 T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
-                    T.address_of(Bsmem[st, 0, 0]), T.address_of(B_map), kk * BK, n_idx * BN, T.address_of(full_bar[st]))
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(T.address_of(full_bar[st]), T.uint32(TX_BYTES))
+                    T.address_of(Bsmem[st, 0, 0]), T.address_of(B_map), kk * BK, n_idx * BN, T.address_of(tma_bar[st]))
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(T.address_of(tma_bar[st]), T.uint32(TX_BYTES))
 
         @T.inline
         def tma_issuer_load(st, kk):
@@ -415,7 +415,7 @@ def _kernel(spec: KernelSpec):
                 tma_issuer_load((stage + s) % PIPE, s)
             for k in T.serial(KT):
                 lag()
-                bounded_wait(T.address_of(full_bar[stage]), phase_tma ^ WRONG_TMA, 1, stage, 0)
+                bounded_wait(T.address_of(tma_bar[stage]), phase_tma ^ WRONG_TMA, 1, stage, 0)
                 record(2)
                 mma_and_commit(stage)
                 lag()
@@ -455,7 +455,7 @@ def _kernel(spec: KernelSpec):
             for k in T.serial(KT):
                 tma_issuer_load(0, k)
                 lag()
-                bounded_wait(T.address_of(full_bar[0]), phase_tma ^ WRONG_TMA, 1, 0, 0)
+                bounded_wait(T.address_of(tma_bar[0]), phase_tma ^ WRONG_TMA, 1, 0, 0)
                 record(2)
                 mma_and_commit(0)
                 lag()
@@ -509,7 +509,7 @@ def _kernel(spec: KernelSpec):
                     zero_acc()
                     for k in T.serial(KT):
                         lag()
-                        bounded_wait(T.address_of(full_bar[stage]), phase_tma ^ WRONG_TMA, 1, stage, 0)
+                        bounded_wait(T.address_of(tma_bar[stage]), phase_tma ^ WRONG_TMA, 1, stage, 0)
                         record(2)
                         wgmma_stage(stage)
                         if tx == 0:

@@ -133,7 +133,7 @@ def _kernel(spec: KernelSpec):
         tx = T.thread_id([THREADS])
 
         pool = T.SMEMPool()
-        tma_bar = pool.alloc((PIPE,), "uint64", align=8)   # the seed's tma_bar[stage]
+        tma_bar = pool.alloc((PIPE,), "uint64", align=8)   # full barrier per stage (the seed calls it tma_bar too)
         mma_bar = pool.alloc((1,), "uint64", align=8)
         empty_bar = pool.alloc((PIPE,), "uint64", align=8)  # ws only: stage released by the MMA
         pool.move_base_to(1024)

@@ -1,8 +1,9 @@
 """protosim: simulate a GPU async pipeline schedule and find its protocol bugs.
 
 Commands:
-  run FILE        replay a scenario (.toml) or a schedule (.json): verdict, the set
-                  of outcomes reachable under timing perturbation, timing table
+  run FILE        replay a scenario (.toml), a schedule (.json), a Triton .ttgir or a
+                  TIRx kernel (kernel.py:FUNC): verdict, the set of outcomes reachable
+                  under timing perturbation, timing table
   explain FILE    tell the story of the first finding
   demo            run every built-in scenario and print one table
   schedule FILE   print the schedule a scenario builds, as JSON
@@ -30,6 +31,7 @@ Examples:
   protosim run scenarios/v5_ring.toml --runs 100 --max-stall 5000 --slack
   protosim run scenarios/v6_full_chip_h200.toml --json > verdict.json
   protosim explain scenarios/v6_reset_phase_odd_k.toml
+  protosim run path/to/kernel.py:gemm --set M=4096 --set arch=h200   # a TIRx kernel
   protosim trace scenarios/v2_no_phase_flip.toml -o v2.json   # open in https://ui.perfetto.dev
   protosim crosscheck plan -n 200 --seed 0 -o crosscheck/plan.json --build
   protosim crosscheck report results/silicon/*.jsonl --json agreement.json
@@ -156,10 +158,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def input_args(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("file", type=Path, help="a scenario .toml, a schedule .json (protosim schedule) or a Triton .ttgir")
+        sp.add_argument("file", type=Path, help="a scenario .toml, a schedule .json (protosim schedule), a Triton "
+                                                "TTGIR .ttgir, or a TIRx kernel: path/to/kernel.py[:FUNC]")
         sp.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override a scenario field: a [config] field (K=1024, tma_issuer=each_warp) or "
-                             "explore.runs=..., expect.nominal=...; repeatable")
+                             "explore.runs=..., expect.nominal=...; for kernel.py:FUNC: a parameter of FUNC (M=4096), "
+                             "arch=b200|h200|gb10, or an integer scalar parameter of the PrimFunc (lag_ns=500); "
+                             "repeatable")
         sp.add_argument("--max-ops", type=_positive("--max-ops"), default=DEFAULT_MAX_OPS,
                         help=f"refuse schedules of more ops than this (default {DEFAULT_MAX_OPS:,}; the full-chip "
                              "4096^3 step 6 is ~600k)")
@@ -186,8 +191,14 @@ def _parser() -> argparse.ArgumentParser:
                    "wait_delta alias_stages pendings_delta (protosim/builders/triton_pipeline.py).\n"
                    "Which builder honours which knob (setting an ignored knob is refused):\n" + knob_table() + "\n"
                    "[expect]: nominal = outcome, ok = true|false (nominal findings), findings = [kinds], outcomes = "
-                   "[must reach], may = [may reach].\n[explore]: runs, max_stall = 2000, seed = 0.")
-    r = sub.add_parser("run", help="replay a scenario or schedule and print the verdict",
+                   "[must reach], may = [may reach].\n[explore]: runs, max_stall = 2000, seed = 0.\n\n"
+                   "TIRx kernels (apache-tvm 0.27): FILE is path/to/kernel.py:FUNC, FUNC a module-level @T.prim_func or "
+                   "a function\n  returning one (without :FUNC, the module's only PrimFunc).  --set KEY=VALUE: a "
+                   "parameter of FUNC is\n  passed to it (M=4096), arch=b200|h200|gb10 picks the GPU (default: "
+                   "tcgen05 -> b200, wgmma -> h200),\n  any other KEY an integer scalar parameter of the PrimFunc "
+                   "(timeout_cycles=..., lag_ns=...; unset: 0).\n  e.g. protosim run kernels/my_gemm.py:gemm --set "
+                   "M=4096 --set arch=h200")
+    r = sub.add_parser("run", help="replay a scenario, schedule, TTGIR or TIRx kernel.py:FUNC and print the verdict",
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=fields_help,
                        description="Replay FILE: the headline verdict over every replay, the nominal replay's findings, "
                                    "the outcomes reachable under timing perturbation, and a timing table.  Exit 0: no "

@@ -120,7 +120,7 @@ DEFAULT_MAX_OPS = 2_000_000
 
 def _read_text(path: Path) -> str:
     if path.is_dir():
-        raise ScenarioError(path, "file", "is a directory; give a scenario .toml, a schedule .json or a Triton .ttgir")
+        raise ScenarioError(path, "file", f"is a directory; give {_INPUTS}")
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -162,16 +162,29 @@ def _apply_overrides(raw: dict[str, Any], overrides: list[tuple[str, Any]]) -> N
             raw[name] = value
 
 
+_INPUTS = "a scenario .toml, a schedule .json, a Triton .ttgir or a TIRx kernel.py:FUNC"
+
+
+def _is_kernel_spec(path: str | Path) -> bool:
+    from protosim.frontends.tirx.load import is_kernel_spec  # no tvm: that is imported on loading
+
+    return is_kernel_spec(path)
+
+
 def load_scenario(path: str | Path, overrides: list[tuple[str, Any]] = (), max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
-    """Parse and validate a scenario (``.toml``), a raw schedule (``.json``) or a Triton
-    TTGIR file (``.ttgir``): every field, every reference, the arch's capabilities, the
-    knobs the builder honours and the schedule's size, before any replay.  ``overrides``
-    are ``--set`` pairs (scenario files only); ``max_ops`` the size limit."""
+    """Parse and validate a scenario (``.toml``), a raw schedule (``.json``), a Triton
+    TTGIR file (``.ttgir``) or a TIRx kernel (``kernel.py[:FUNC]``): every field, every
+    reference, the arch's capabilities, the knobs the builder honours and the schedule's
+    size, before any replay.  ``overrides`` are ``--set`` pairs (scenario files: fields;
+    TIRx kernels: FUNC's parameters, ``arch``, the PrimFunc's scalar parameters; none for
+    schedules and TTGIR); ``max_ops`` the size limit."""
+    if _is_kernel_spec(path):  # kernel.py or kernel.py:FUNC -- the part before ':' is the file
+        return _load_tirx(str(path), overrides, max_ops)
     path = Path(path)
     if not path.exists():
-        raise ScenarioError(path, "file", "no such file; give a scenario .toml, a schedule .json or a Triton .ttgir")
+        raise ScenarioError(path, "file", f"no such file; give {_INPUTS}")
     if not path.is_dir() and not path.is_file():  # a FIFO or a device would block or never end
-        raise ScenarioError(path, "file", "not a regular file; give a scenario .toml, a schedule .json or a Triton .ttgir")
+        raise ScenarioError(path, "file", f"not a regular file; give {_INPUTS}")
     if path.suffix in (".json", ".ttgir") and overrides:
         raise ScenarioError(path, "--set", "applies to scenario .toml files only (a schedule or TTGIR has no config to change)")
     if path.suffix == ".json":
@@ -377,4 +390,57 @@ def _load_ttgir(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
                 f"{'match' if meta == mod.shared_bytes else 'MISMATCH'}")
     desc = f"Triton TTGIR @{mod.func}, target {mod.target}, {mod.num_warps} warps; {smem}"
     return Scenario(path=path, name=path.stem, description=desc, builder="ttgir", config=None,
+                    schedule_json=to_json(schedule), built=schedule)
+
+
+def _load_tirx(spec: str, overrides: list[tuple[str, Any]] = (), max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
+    """A TIRx kernel, ``path/to/kernel.py[:FUNC]``: the program and its launch from
+    ``protosim.frontends.tirx.load_kernel`` (``overrides``: the ``--set`` pairs), its
+    schedule from ``protosim.frontends.tirx.extract``; the arch's capabilities, shared
+    memory and ``max_ops`` checked like every other input."""
+    from protosim.frontends.tirx import extract
+    from protosim.frontends.tirx.errors import TirxError
+    from protosim.frontends.tirx.load import load_kernel, split_spec
+
+    def error(e: Exception) -> ScenarioError:
+        msg = str(e)
+        for prefix in (f"{spec}: ", f"{path}: "):
+            if msg.startswith(prefix):
+                msg = msg[len(prefix):]
+                break
+        return ScenarioError(spec, "tirx", msg)
+
+    path, func_name = split_spec(spec)
+    if not path.exists():
+        raise ScenarioError(spec, "file", f"no such file {str(path)!r}; give {_INPUTS}")
+    if not path.is_file():  # a folder, a FIFO or a device
+        raise ScenarioError(spec, "file", f"{str(path)!r} is not a regular file; give {_INPUTS}")
+    try:
+        src = load_kernel(path, func_name, list(overrides))
+        config = {"frontend": "tirx", "source": src.source, "call": dict(src.call), "args": dict(src.args)}
+        schedule = extract(src.func, src.arch, args=src.args, name=src.name, config=config)
+    except (TirxError, ScheduleError) as e:
+        raise error(e) from None
+    n_ops = schedule.op_count()
+    if n_ops > max_ops:
+        raise ScenarioError(spec, "tirx", f"the schedule has {n_ops:,} ops, more than the limit of {max_ops:,}; "
+                                          f"pass --max-ops {n_ops} to replay it, or launch fewer CTAs / a smaller problem")
+    try:
+        arch = load_profile(schedule.arch)
+    except UnknownArch as e:
+        raise ScenarioError(spec, "arch", str(e)) from None
+    need = smem_bytes(schedule)
+    if need > arch.smem_per_cta_bytes:
+        raise ScenarioError(spec, "tirx", f"the CTA needs {need:,} bytes of shared memory; {arch.name} allows "
+                                          f"{arch.smem_per_cta_bytes:,} per CTA. Allocate less shared memory "
+                                          f"(fewer stages, smaller tiles)")
+    try:
+        validate_for(schedule, arch)
+    except ScheduleError as e:
+        raise ScenarioError(spec, "tirx", f"on {arch.name}: {e}") from None
+    call = ", ".join(f"{k}={v!r}" for k, v in src.call.items())
+    args = ", ".join(f"{k}={v}" for k, v in src.args.items())
+    desc = (f"TIRx kernel {src.source}" + (f"({call})" if call else "") + f" on {arch.name}"
+            + (f", scalar arguments {args}" if args else "") + f"; {len(schedule.ctas)} CTA(s), {n_ops:,} ops")
+    return Scenario(path=Path(spec), name=src.name, description=desc, builder="tirx", config=None,
                     schedule_json=to_json(schedule), built=schedule)

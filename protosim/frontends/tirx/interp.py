@@ -231,6 +231,7 @@ class Program:
         self.func = func
         self._slot: dict[int, int] = {}
         self.buffers: dict[int, BufferInfo] = {}
+        self._unnamed = 0
         self.locals: set[int] = set()
         self.grid: tuple[int, ...] = ()
         self.threads = 0
@@ -266,7 +267,11 @@ class Program:
         info = self.buffers.get(key)
         if info is None:
             shape = tuple(int(s) for s in buf.shape) if all(type(s).__name__ == "IntImm" for s in buf.shape) else ()
-            info = self.buffers[key] = BufferInfo(buf.name, scope or buf.scope(), str(buf.dtype), shape)
+            name = buf.name
+            if not name:  # TIRx's barrier classes allocate unnamed buffers: name them as func.script() prints them
+                name = "buffer" if not self._unnamed else f"buffer_{self._unnamed}"
+                self._unnamed += 1
+            info = self.buffers[key] = BufferInfo(name, scope or buf.scope(), str(buf.dtype), shape)
         return info
 
     def _find_launch(self, body: Any) -> None:
@@ -431,8 +436,10 @@ class Program:
         if op in OPAQUE_CALLS:
             what = OPAQUE_CALLS[op]
             return lambda c: Opaque(what)
-        if op == "tirx.cuda.elect_sync":
+        if op in ("tirx.cuda.elect_sync", "tirx.ptx.elect_sync"):
             return _elect
+        if op == "tirx.cuda.thread_rank":  # the thread's index in the CTA (threadIdx.x for a 1-D block)
+            return lambda c: c.tid
         # A protocol call used as a value (a test_wait in a condition): the sink decides.
         args = [self.expr(a) for a in e.args]
         return lambda c: c.sink.call(op, [a(c) for a in args], e, c)
@@ -678,7 +685,8 @@ class Program:
         exts = [self.expr(x.extent) for x in r.region]
 
         def region(c: Cta) -> Region:
-            return Region(info, tuple(m(c) for m in mins), tuple(uniform(e(c), "a region's extent", r, c.mask) for e in exts))
+            return Region(info, tuple(_active(m(c), c.mask) for m in mins),
+                          tuple(uniform(e(c), "a region's extent", r, c.mask) for e in exts))
         return region
 
     def tensor_maps(self) -> dict[int, list[Any]]:
@@ -701,6 +709,17 @@ class Program:
                 if ch is not None:
                     stack.append(ch)
         return out
+
+
+def _active(v: Any, mask: np.ndarray) -> Any:
+    """A region bound as the active threads see it: one int when they agree, else a
+    vector whose inactive entries repeat an active one (so min/max see active values only)."""
+    if not isinstance(v, np.ndarray) or v.shape != mask.shape:
+        return v
+    act = v[mask]
+    if act.size and (act == act[0]).all():
+        return int(act[0])
+    return np.where(mask, v, act.min() if act.size else 0)
 
 
 def _global_load(e: Any) -> Any:

@@ -107,7 +107,7 @@ ARITHMETIC = frozenset({
     "float22half2", "half8tofloat8", "float8tohalf8", "float_as_uint", "uint_as_float", "hmax2", "hmin2",
     "fadd2_rn", "fmul2_rn", "fdividef", "ffs_u32", "make_float2", "float2_x", "float2_y", "bfloat162float",
     "shfl_sync", "__shfl_sync", "__shfl_down_sync", "__shfl_up_sync", "__shfl_xor_sync", "activemask",
-    "__activemask", "thread_rank", "get_tmem_addr", "mov_sreg", "tcgen05_encode_instr_descriptor",
+    "__activemask", "get_tmem_addr", "mov_sreg", "tcgen05_encode_instr_descriptor",
     "runtime_instr_desc", "smem_addr_from_uint64",
 })
 """Register arithmetic (``tirx.ptx.*`` / ``tirx.cuda.*``): a value, never protocol."""

@@ -612,25 +612,44 @@ def tiles_and_ks(cta: list[list[Draft]], uses: list[list[int | None]], contents:
       a wait for a fill takes that fill's; a wait that acquires a free stage, and a sleep,
       take those of the role's next copy or MMA."""
     tags: list[list[list[Any]]] = [[[None, None] for _ in drafts] for drafts in cta]
-    reader: dict[str, tuple[Any, Any]] = {}
+    storing = [any(d.out is not None for d in drafts) for drafts in cta]
+    for role, drafts in enumerate(cta):  # roles that store output: the tile of the next store
+        if storing[role]:
+            tile = None
+            for i in range(len(drafts) - 1, -1, -1):
+                if drafts[i].out is not None:
+                    tile = _tile_of(drafts[i].out)
+                tags[role][i][0] = tile
+    read_in: dict[str, Any] = {}
     for role, drafts in enumerate(cta):
-        tile, n_mma = None, 0
-        for i in range(len(drafts) - 1, -1, -1):  # backwards: the next store's tile
-            d = drafts[i]
-            if d.out is not None:
-                tile = _tile_of(d.out)
-            tags[role][i][0] = tile
-        last_tile = object()
-        for i, d in enumerate(drafts):
-            t = tags[role][i][0]
-            if t != last_tile:
-                last_tile, n_mma = t, 0
-            if d.raw.kind in MMAS and t is not None:
-                tags[role][i][1] = n_mma
-                n_mma += 1
+        for i in range(len(drafts)):
+            if tags[role][i][0] is not None:
                 for c in reads[role][i]:
                     if c:
-                        reader.setdefault(c, (t, tags[role][i][1]))
+                        read_in.setdefault(c, tags[role][i][0])
+    for role, drafts in enumerate(cta):  # other roles: the tile of the next of their writes an output role reads
+        if not storing[role]:
+            tile = None
+            for i in range(len(drafts) - 1, -1, -1):
+                for c in contents[role][i]:
+                    if c in read_in:
+                        tile = read_in[c]
+                if drafts[i].raw.kind in MMAS:
+                    tags[role][i][0] = tile
+    reader: dict[str, tuple[Any, Any]] = {}
+    for role, drafts in enumerate(cta):
+        last_tile, n_mma = object(), 0
+        for i, d in enumerate(drafts):
+            t = tags[role][i][0]
+            if d.raw.kind not in MMAS or t is None:
+                continue
+            if t != last_tile:
+                last_tile, n_mma = t, 0
+            tags[role][i][1] = n_mma
+            n_mma += 1
+            for c in reads[role][i]:
+                if c:
+                    reader.setdefault(c, (t, tags[role][i][1]))
     fill_tags: dict[tuple[str, int], tuple[Any, Any]] = {}
     for role, drafts in enumerate(cta):
         latest: tuple[Any, Any] = (None, None)

@@ -159,7 +159,7 @@ def uniform(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> Any
 class Cta:
     """The state of one CTA's run: variable slots, the active mask, local buffers."""
 
-    __slots__ = ("index", "slots", "mask", "threads", "tid", "sink", "local", "ids")
+    __slots__ = ("index", "slots", "mask", "full", "threads", "tid", "sink", "local", "ids")
 
     def __init__(self, index: int, n_slots: int, threads: int, sink: Any):
         self.index = index
@@ -167,6 +167,8 @@ class Cta:
         self.threads = threads
         self.tid = np.arange(threads, dtype=np.int64)
         self.mask = np.ones(threads, dtype=bool)
+        self.full = True
+        """Whether every thread is active (kept with ``mask``: cheaper than ``mask.all()``)."""
         self.sink = sink
         self.local: dict[int, list[Any]] = {}
         self.ids: dict[int, Any] = {}
@@ -227,11 +229,16 @@ OPAQUE_CALLS = {"tirx.cuda.clock64": "clock64", "tirx.cuda.globaltimer": "global
 class Program:
     """A PrimFunc compiled to closures; :meth:`run_cta` runs one CTA through a sink."""
 
+    masks: dict[bytes, np.ndarray]
+    """Every distinct active mask, once: ops executed by the same threads share one array
+    (so the schedule side caches per mask, across iterations and CTAs)."""
+
     def __init__(self, func: Any, args: dict[str, int]):
         self.func = func
         self._slot: dict[int, int] = {}
         self.buffers: dict[int, BufferInfo] = {}
         self._unnamed = 0
+        self.masks = {}
         self.locals: set[int] = set()
         self.grid: tuple[int, ...] = ()
         self.threads = 0
@@ -317,6 +324,7 @@ class Program:
 
     def run_cta(self, index: int, sink: Any) -> None:
         c = Cta(index, len(self._slot), self.threads, sink)
+        c.mask = self.masks.setdefault(c.mask.tobytes(), c.mask)
         for s, v in self._param_values:
             c.slots[s] = v
         self.body(c)
@@ -403,19 +411,29 @@ class Program:
     def _indices(self, indices: Any) -> list[Expr]:
         return [self.expr(i) for i in indices]
 
+    @staticmethod
+    def _const_index(info: BufferInfo, indices: Any) -> int | None:
+        """The flat index of ``indices`` when all are constants (a scalar local: ``phase[0]``)."""
+        if all(type(i).__name__ == "IntImm" for i in indices):
+            return info.flat(tuple(int(i.value) for i in indices))
+        return None
+
     def _load(self, e: Any) -> Expr:
         buf = e.source
         key = hash(buf)
         if key in self.locals:
             info = self.buffers[key]
+            const = self._const_index(info, e.indices)
+            if const is not None:
+                return lambda c: c.local[key][const]
             idx = self._indices(e.indices)
 
             def local(c: Cta) -> Any:
                 i = info.flat(tuple(uniform(f(c), f"index into {info.name}", e, c.mask) for f in idx))
                 return c.local[key][i]
             return local
-        name = buf.name
-        return lambda c: Opaque(f"the data of {name}")
+        data = Opaque(f"the data of {buf.name}")
+        return lambda c: data
 
     def _call_expr(self, e: Any) -> Expr:
         op = e.op.name
@@ -434,8 +452,8 @@ class Program:
         if op in ("tirx.if_then_else", "prim.if_then_else"):
             return self._select(*e.args)
         if op in OPAQUE_CALLS:
-            what = OPAQUE_CALLS[op]
-            return lambda c: Opaque(what)
+            value = Opaque(OPAQUE_CALLS[op])
+            return lambda c: value
         if op in ("tirx.cuda.elect_sync", "tirx.ptx.elect_sync"):
             return _elect
         if op == "tirx.cuda.thread_rank":  # the thread's index in the CTA (threadIdx.x for a 1-D block)
@@ -537,12 +555,14 @@ class Program:
         idx = self._indices(st.indices)
         if key in self.locals:
             value = self.expr(st.value)
+            const = self._const_index(info, st.indices)
 
             def store_local(c: Cta) -> None:
-                i = info.flat(tuple(uniform(f(c), f"index into {info.name}", st, c.mask) for f in idx))
+                i = const if const is not None else info.flat(
+                    tuple(uniform(f(c), f"index into {info.name}", st, c.mask) for f in idx))
                 v = value(c)
                 cells = c.local[key]
-                if c.mask.all():
+                if c.full:
                     cells[i] = v
                 elif isinstance(v, (Opaque, Addr)):
                     cells[i] = v  # per-thread opaque values are not tracked
@@ -573,24 +593,31 @@ class Program:
         then = self.stmt(st.then_case)
         other = self.stmt(st.else_case) if st.else_case is not None else None
 
+        masks = self.masks
+
+        def intern(m: np.ndarray) -> np.ndarray:
+            return masks.setdefault(m.tobytes(), m)
+
         def if_(c: Cta) -> None:
             x = cond(c)
             if x.__class__ is Opaque:
                 raise TirxError(f"{where(st)}: the condition `{st.condition}` depends on {x.what}, which protosim "
                                 "does not compute; keep data and clocks out of the protocol's control flow")
-            saved = c.mask
+            saved, full = c.mask, c.full
             if isinstance(x, np.ndarray):
                 x = x.astype(bool)
-                m = saved & x
-                if m.any():
-                    c.mask = m
+                m = intern(saved & x)
+                n = int(m.sum())
+                if n:
+                    c.mask, c.full = m, n == m.size
                     then(c)
                 if other is not None:
-                    m = saved & ~x
-                    if m.any():
-                        c.mask = m
+                    m = intern(saved & ~x)
+                    n = int(m.sum())
+                    if n:
+                        c.mask, c.full = m, n == m.size
                         other(c)
-                c.mask = saved
+                c.mask, c.full = saved, full
             elif x:
                 then(c)
             elif other is not None:
@@ -616,21 +643,25 @@ class Program:
         cond = self.expr(st.condition)
         body = self.stmt(st.body)
 
+        masks = self.masks
+
         def while_(c: Cta) -> None:
-            saved = c.mask
+            saved, full = c.mask, c.full
             for _ in range(1 << 20):
                 x = cond(c)
                 if x.__class__ is Opaque:
                     raise TirxError(f"{where(st)}: the loop condition `{st.condition}` depends on {x.what}; "
                                     "protosim reads wait loops only in the forms docs/tirx.md lists")
-                m = c.mask & x if isinstance(x, np.ndarray) else (c.mask if x else None)
-                if m is None or not m.any():
+                m = masks.setdefault((c.mask & x).tobytes(), c.mask & x) if isinstance(x, np.ndarray) else \
+                    (c.mask if x else None)
+                n = int(m.sum()) if m is not None else 0
+                if not n:
                     break
-                c.mask = m
+                c.mask, c.full = m, n == m.size
                 body(c)
             else:
                 raise TirxError(f"{where(st)}: a while loop ran 2^20 times without ending")
-            c.mask = saved
+            c.mask, c.full = saved, full
         return while_
 
     def _s_Evaluate(self, st: Any) -> Stmt:
@@ -643,7 +674,7 @@ class Program:
         op = v.op.name
         if op in PURE_CALLS or op in OPAQUE_CALLS or op in ("tirx.tvm_call_packed", "tirx.call_packed"):
             return lambda c: None  # host-side tensor-map encoding is read by the sink at declare time
-        args = [self.expr(a) for a in v.args]
+        args = [self._arg(a) for a in v.args]
         raw = list(v.args)
 
         result = None
@@ -652,8 +683,21 @@ class Program:
         buf_key = hash(result.source) if result is not None else None
         res_idx = self._indices(result.indices) if result is not None else []
 
+        template: list[Any] = []
+        dynamic: list[tuple[int, Expr]] = []
+        for i, a in enumerate(v.args):
+            t = type(a).__name__
+            if t in ("StringImm", "IntImm", "FloatImm") or (t == "TensorLoad" and hash(a.source) not in self.locals):
+                template.append(args[i](None))  # a constant, or register data: evaluated once
+            else:
+                template.append(None)
+                dynamic.append((i, args[i]))
+
         def call(c: Cta) -> None:
-            out = c.sink.call(op, [a(c) for a in args], v, c, raw)
+            vals = template.copy()
+            for i, f in dynamic:
+                vals[i] = f(c)
+            out = c.sink.call(op, vals, v, c, raw)
             if out is not None and out.__class__.__name__ == "Result":
                 if buf_key is None:
                     raise TirxError(f"{where(v)}: {op} writes a result, but its first argument is no local variable")
@@ -662,8 +706,15 @@ class Program:
                 old = c.local[buf_key][i]
                 if isinstance(old, (Opaque, Addr)):
                     old = 0
-                c.local[buf_key][i] = out.value if c.mask.all() else np.where(c.mask, out.value, old)
+                c.local[buf_key][i] = out.value if c.full else np.where(c.mask, out.value, old)
         return call
+
+    def _arg(self, a: Any) -> Expr:
+        """A call argument; register data (``acc[i]`` of a wgmma) is not evaluated at all."""
+        if type(a).__name__ == "TensorLoad" and hash(a.source) not in self.locals:
+            data = Opaque(f"the data of {a.source.name}")
+            return lambda c: data
+        return self.expr(a)
 
     def _s_TilePrimitiveCall(self, st: Any) -> Stmt:
         args = []
@@ -682,6 +733,12 @@ class Program:
     def _region(self, r: Any) -> Expr:
         info = self._buffer(r.source)
         mins = [self.expr(x.min) for x in r.region]
+        if all(type(x.extent).__name__ == "IntImm" for x in r.region):
+            extents = tuple(int(x.extent.value) for x in r.region)
+
+            def region_const(c: Cta) -> Region:
+                return Region(info, tuple(_active(m(c), c.mask) for m in mins), extents)
+            return region_const
         exts = [self.expr(x.extent) for x in r.region]
 
         def region(c: Cta) -> Region:
@@ -714,7 +771,7 @@ class Program:
 def _active(v: Any, mask: np.ndarray) -> Any:
     """A region bound as the active threads see it: one int when they agree, else a
     vector whose inactive entries repeat an active one (so min/max see active values only)."""
-    if not isinstance(v, np.ndarray) or v.shape != mask.shape:
+    if v.__class__ is int or not isinstance(v, np.ndarray) or v.shape != mask.shape:
         return v
     act = v[mask]
     if act.size and (act == act[0]).all():
@@ -737,7 +794,7 @@ def _elect(c: Cta) -> np.ndarray:
     first = np.zeros_like(m)
     has = m.any(axis=1)
     first[np.flatnonzero(has), m.argmax(axis=1)[has]] = True
-    return first.reshape(-1)
+    return first.reshape(-1)  # a value; `if` interns the mask it makes of it
 
 
 def compile_func(func: Any, args: dict[str, int]) -> Program:

@@ -66,8 +66,10 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
     storage = Storage(raws, roles)
     barriers, buffers = storage.decls()
     programs = []
+    issuers: list[dict] = [{} for _ in roles]  # per role: issuer by (interned mask, kind)
     for i, cta_raws in zip(indices, raws):
-        drafts = [drafts_for_role(cta_raws, role, storage, profile.clock_ghz) for role in roles]
+        drafts = [drafts_for_role(cta_raws, role, storage, profile.clock_ghz, cache)
+                  for role, cache in zip(roles, issuers)]
         for role_drafts in drafts:
             for d in role_drafts:
                 if d.raw.kind == "wgmma":

@@ -160,6 +160,8 @@ class Recognizer:
         self.maps = maps
         self.ops: list[Raw] = []
         self.declared: dict[str, BufferInfo] = {}
+        self._where: dict[int, str] = {}
+        self._desc_args: dict[int, list[str]] = {}
         self.desc: dict[str, Addr] = {}
         """wgmma descriptor variable -> the shared-memory address it was encoded from."""
 
@@ -168,7 +170,10 @@ class Recognizer:
         self.declared[info.name] = info
 
     def emit(self, kind: str, c: Cta, node: Any, **f: Any) -> None:
-        self.ops.append(Raw(kind, c.mask, where(node), f))
+        line = self._where.get(id(node))
+        if line is None:
+            line = self._where[id(node)] = where(node)
+        self.ops.append(Raw(kind, c.mask, line, f))
 
     def call(self, op: str, args: list[Any], node: Any, c: Cta, raw: list[Any] | None = None) -> Any:
         if op in NO_EFFECT:
@@ -357,8 +362,11 @@ class Recognizer:
             raise TirxError(f"{where(node)}: a wgmma without its mMnNkK shape string")
         m, rest = shape[1:].split("n", 1)
         n, k = rest.split("k", 1)
-        descs = [self.desc[a.source.name] for a in raw
-                 if type(a).__name__ == "TensorLoad" and a.source.name in self.desc]
+        names = self._desc_args.get(id(node))
+        if names is None:  # which arguments are descriptor variables, once per call site
+            names = self._desc_args[id(node)] = [a.source.name for a in raw if type(a).__name__ == "TensorLoad"
+                                                 and a.source.name in self.desc]
+        descs = [self.desc[n] for n in names]
         if len(descs) < (2 if a_from_smem else 1):
             raise TirxError(f"{where(node)}: the wgmma's operand descriptors were not encoded with "
                             "T.cuda.wgmma.encode_matrix_descriptor before it")

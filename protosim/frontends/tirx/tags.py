@@ -94,10 +94,10 @@ def find_roles(ctas: list[list[Raw]], threads: int) -> list[tuple[str, int, int]
         return w
 
     does: dict[int, set[str]] = defaultdict(set)
-    seen: set[bytes] = set()
+    seen: set[tuple[str, int]] = set()
     for raws in ctas:
         for r in raws:
-            key = r.kind.encode() + np.packbits(r.mask).tobytes()
+            key = (r.kind, id(r.mask))  # masks are interned by the interpreter
             if key in seen:
                 continue
             seen.add(key)
@@ -166,6 +166,15 @@ def issuer_of(r: Raw, first: int, warps: int, role: str) -> tuple[str, int | Non
 # --------------------------------------------------------------------------- storage
 
 
+def _sig(t: Any) -> Any:
+    """What of a touch decides storage: buffer, offset and size (not the tile it copies)."""
+    if isinstance(t, Touch):
+        return (t.buf.name, t.offset, t.elems)
+    if isinstance(t, list):
+        return tuple(_sig(x) for x in t)
+    return None
+
+
 def barrier_name(a: Addr) -> str:
     return f"{a.buf.name}[{a.offset}]"
 
@@ -181,9 +190,17 @@ class Storage:
         self.tmem_end: dict[str, int] = {}
         self.parts: dict[str, int] = {}
         role_warps = {first: n for _, first, n in roles}
+        seen: set[tuple[Any, ...]] = set()
         for raws in ctas:
             for r in raws:
-                bar = r.f.get("bar")
+                f = r.f
+                bar = f.get("bar")
+                if bar is None and "dst" not in f and "src" not in f and "reads" not in f:
+                    continue
+                sig = (r.kind, bar, id(r.mask), *(_sig(f.get(x)) for x in ("dst", "src", "reads", "writes")))
+                if sig in seen:
+                    continue  # the same op on the same storage (another k-tile, another CTA)
+                seen.add(sig)
                 if bar is not None:
                     name = barrier_name(bar)
                     if name not in self.count:
@@ -214,7 +231,7 @@ class Storage:
         return self
 
     @staticmethod
-    def _touches(r: Raw) -> list[Touch]:
+    def _touches(r: Raw) -> list[Touch]:  # noqa: D102
         out = [r.f[k] for k in ("dst", "src") if isinstance(r.f.get(k), Touch)]
         out += list(r.f.get("reads", ())) + list(r.f.get("writes", ()))
         return out
@@ -272,13 +289,19 @@ def _per_warp_bytes(r: Raw, first: int, warps: int) -> int:
     return r.f["bytes"] // max(executing, 1)
 
 
-def drafts_for_role(raws: list[Raw], role: tuple[str, int, int], storage: Storage, clock_ghz: float) -> list[Draft]:
-    """The role's ops in program order (folded where runs of thread stores or wgmmas form one op)."""
+def drafts_for_role(raws: list[Raw], role: tuple[str, int, int], storage: Storage, clock_ghz: float,
+                    issuers: dict[tuple[int, str], Any] | None = None) -> list[Draft]:
+    """The role's ops in program order (folded where runs of thread stores or wgmmas form one op).
+    ``issuers`` caches :func:`issuer_of` per (mask, kind) -- masks are interned by the interpreter."""
     name, first, warps = role
     out: list[Draft] = []
     prev: tuple[Raw, Draft] | None = None
+    cache = issuers if issuers is not None else {}
     for r in raws:
-        who = issuer_of(r, first, warps, name)
+        key = (id(r.mask), r.kind)
+        who = cache.get(key, 0)
+        if who == 0:
+            who = cache[key] = issuer_of(r, first, warps, name)
         if who is None:
             continue
         issuer, sleep_warp = who

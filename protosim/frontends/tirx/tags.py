@@ -72,6 +72,11 @@ from protosim.ir import (
 
 NO_UNION = {"cta_sync", "fence", "named_barrier", "warp_sync"}
 """Ops every role runs alike (a CTA-wide barrier, a fence): they do not make warps one role."""
+OBSERVER_KINDS = NO_UNION | {"wait", "sleep"}
+"""A role that only waits (and sleeps, and syncs) changes no barrier and no buffer: an
+instrumentation warp (the Hopper kernels' trace observers, which stamp the clock when a phase
+completes).  Its waits are left out of the schedule -- they would only add observers to a
+replay -- and its warps stay, idle, so CTA-wide syncs count them as the hardware does."""
 PER_WARP = {"thread_copy", "smem_store", "global_store", "tmem_load", "local_load", "cp_async"}
 """Ops each executing warp performs on its own share of the data."""
 FOLDED = {"smem_store", "global_store", "local_load", "thread_copy"}
@@ -119,6 +124,7 @@ def find_roles(ctas: list[list[Raw]], threads: int) -> list[tuple[str, int, int]
                             "consecutive warps -- number the warps so that each role's warps are adjacent")
         kinds = set().union(*(does[w] for w in ws))
         name = ("mma" if kinds & {"mma", "wgmma"} else "producer" if "tma_load" in kinds
+                else "observer" if "wait" in kinds and kinds <= OBSERVER_KINDS
                 else "writeback" if kinds - NO_UNION else "idle")
         roles.append((name, ws[0], len(ws)))
     names: dict[str, int] = defaultdict(int)
@@ -297,7 +303,10 @@ def drafts_for_role(raws: list[Raw], role: tuple[str, int, int], storage: Storag
     out: list[Draft] = []
     prev: tuple[Raw, Draft] | None = None
     cache = issuers if issuers is not None else {}
+    observer = name.startswith("observer")
     for r in raws:
+        if observer and r.kind in ("wait", "sleep"):
+            continue
         key = (id(r.mask), r.kind)
         who = cache.get(key, 0)
         if who == 0:

@@ -125,7 +125,8 @@ def find_roles(ctas: list[list[Raw]], threads: int) -> list[tuple[str, int, int]
         kinds = set().union(*(does[w] for w in ws))
         name = ("mma" if kinds & {"mma", "wgmma"} else "producer" if "tma_load" in kinds
                 else "observer" if "wait" in kinds and kinds <= OBSERVER_KINDS
-                else "writeback" if kinds - NO_UNION else "idle")
+                else "writeback" if kinds & {"tma_store", "global_store", "tmem_load", "smem_store"}
+                else "worker" if kinds - NO_UNION else "idle")
         roles.append((name, ws[0], len(ws)))
     names: dict[str, int] = defaultdict(int)
     for name, _, _ in roles:

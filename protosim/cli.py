@@ -272,6 +272,11 @@ def _parser() -> argparse.ArgumentParser:
     cr.add_argument("--plan", type=Path, help="a plan file: also list its configs that have no record")
     cr.add_argument("--json", type=Path, help="also write the full report as JSON to this file")
     cr.add_argument("--rows", type=_positive("--rows", 0), default=None, help="print at most this many table rows (default all)")
+    for sp in (cp, cr):
+        sp.add_argument("--schedules", choices=("kernel", "builder"), default="kernel",
+                        help="predict from the schedule the TIRx frontend reads from the kernel the GPU runs (kernel, the "
+                             "default; needs apache-tvm) or from the hand-written builder pinned to it (builder: no tvm, "
+                             "faster for large sweeps)")
     cr.add_argument("--timing", action="store_true", help="also compare times: a fit over correct configs, and the bench "
                                                           "configs' simulated vs measured time and step-to-step speed-ups "
                                                           "(replays each bench config once: ~30 s each)")
@@ -392,6 +397,20 @@ def _write(path: Path, write) -> None:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from None
 
 
+def _source(args) -> str:
+    """``--schedules``, checked before any work: ``kernel`` needs apache-tvm and ``kernels/``."""
+    if args.schedules == "kernel":
+        import importlib.util
+
+        if importlib.util.find_spec("tvm") is None:
+            raise UsageError("--schedules kernel reads the kernels with apache-tvm, which is not installed: "
+                             "pip install -e '.[kernels]', or pass --schedules builder")
+        if importlib.util.find_spec("kernels") is None:
+            raise UsageError("--schedules kernel reads the repository's kernels/ package: run from the repository "
+                             "root, or pass --schedules builder")
+    return args.schedules
+
+
 def _cmd_crosscheck(args) -> int:
     import json
     import subprocess
@@ -413,7 +432,7 @@ def _cmd_crosscheck(args) -> int:
         n_bugs = round(args.n * args.bug_share)
         cases = cc.draw_cases(n_bugs, args.seed, steps=steps, bugs=True) + cc.draw_cases(args.n - n_bugs, args.seed, steps=steps, bugs=False)
         progress = _Progress("predicting")
-        preds = cc.predict_many(cases, runs=args.runs, progress=progress)
+        preds = cc.predict_many(cases, runs=args.runs, progress=progress, source=_source(args))
         progress.close()
         jobs = [cc.job_for(c, p, args.launches) for c, p in zip(cases, preds, strict=True)]
         plan = json.dumps({"seed": args.seed, "n": args.n, "steps": list(steps), "runs": args.runs,
@@ -454,7 +473,7 @@ def _cmd_crosscheck(args) -> int:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
             return _fail(f"{args.plan}: not a plan file written by `protosim crosscheck plan` ({type(e).__name__}: {e})")
     progress = _Progress("predicting")
-    reports = cc.compare_many(records, runs=args.runs, progress=progress)
+    reports = cc.compare_many(records, runs=args.runs, progress=progress, source=_source(args))
     progress.close()
     text = [cc.render(reports, args.rows)]
     timing = None

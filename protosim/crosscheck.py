@@ -14,8 +14,14 @@ For delayed configs it also reports whether silicon matched the *nominal* replay
 exactly (kind, tiles, barrier, role and k-tile): the issue asked for that, and the
 H200's nanosleep showed why it cannot be the agreement rule (docs/crosscheck.md).
 
-This module is pure (no GPU, no tvm, no torch): the CI regression test and
-``protosim crosscheck report`` both use it.
+Where a prediction's schedule comes from (``source``): ``"kernel"`` -- read by the TIRx
+frontend from the very kernel the H200 runs (``kernels.tirx.extracted``; needs apache-tvm
+and the repository's ``kernels/``), what ``protosim crosscheck`` uses by default; or
+``"builder"`` -- the hand-written builder, pinned to the kernel op for op by
+``tests/test_builders_mirror_kernels.py``, no tvm needed and faster for large sweeps.
+
+Apart from ``source="kernel"`` this module is pure (no GPU, no tvm, no torch): the CI
+regression test and ``protosim crosscheck report`` both use it.
 """
 
 from __future__ import annotations
@@ -140,7 +146,24 @@ RACY_FACTOR = 4
 hinge on races; it gets this many times the replays (a clean nominal rarely moves)."""
 
 
-def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, until=None) -> Prediction:
+SOURCES = ("kernel", "builder")
+"""Where a prediction's schedule comes from (the module docstring says which is which)."""
+
+
+def schedule_of(case: Case, source: str = "builder"):
+    """The schedule ``case`` is predicted from: the builder's, or the one the TIRx frontend
+    reads from the kernel that runs on the H200 (``source="kernel"``)."""
+    if source == "builder":
+        return case.build()
+    if source != "kernel":
+        raise ValueError(f"source = {source!r}; use one of {', '.join(SOURCES)}")
+    from kernels.tirx.extracted import extract_schedule  # needs apache-tvm and the repository's kernels/
+
+    return extract_schedule(case.step, case.config)
+
+
+def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, until=None,
+            source: str = "builder") -> Prediction:
     """Replay ``case`` nominally, then under seeded perturbations: ``runs - 1`` of them,
     or ``RACY_FACTOR * runs - 1`` plus the race-resolution replays (``race_plan``) when
     the nominal replay has findings.  With explicit delays the perturbations also vary
@@ -150,7 +173,7 @@ def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, unt
     when it says yes.  Agreement only grows as replays add to the set, so stopping once
     every observation agrees gives the same verdict as the whole plan, for less."""
     start = time.perf_counter()
-    schedule = case.build()
+    schedule = schedule_of(case, source)
     h = content_hash(schedule)
     pred = Prediction(case=case, delayed=case.delayed, runs=0, nominal="")
     plan = explore_plan(runs, seed, max_stall, sleeps=case.delayed)
@@ -392,9 +415,14 @@ def job_for(case: Case, pred: Prediction | None, launches: int = 3) -> dict[str,
             "launches": launches, "kind": "outcome", "may_fault": bool(pred and "fault" in pred.kinds)}
 
 
-def predict_many(cases_: list[Case], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None) -> list[Prediction]:
+def predict_many(cases_: list[Case], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None,
+                 source: str = "builder") -> list[Prediction]:
     """:func:`predict` for each case, spread over processes (replays are CPU-bound)."""
-    return _map(predict, [(c, runs, seed) for c in cases_], workers, progress)
+    return _map(_predict_from, [(c, runs, seed, source) for c in cases_], workers, progress)
+
+
+def _predict_from(case: Case, runs: int, seed: int, source: str) -> Prediction:
+    return predict(case, runs, seed, source=source)
 
 
 def _map(fn, arg_tuples: list[tuple], workers: int | None, progress) -> list:
@@ -422,21 +450,22 @@ def _covers(observations: list[Observed]):
     return lambda pred: all(agree(pred, o).agree for o in observations)
 
 
-def _predict_covering(case: Case, runs: int, seed: int, observations: list[Observed]) -> Prediction:
-    return predict(case, runs, seed, until=_covers(observations))
+def _predict_covering(case: Case, runs: int, seed: int, observations: list[Observed], source: str = "builder") -> Prediction:
+    return predict(case, runs, seed, until=_covers(observations), source=source)
 
 
 def compare_many(records: list[dict[str, Any]], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None,
-                 stop_when_covered: bool = False) -> list[CaseReport]:
+                 stop_when_covered: bool = False, source: str = "builder") -> list[CaseReport]:
     """:func:`compare`, with the predictions spread over processes.  ``stop_when_covered``
     ends each case's exploration as soon as all its launches agree (same verdicts, but
     the predicted sets are then only as large as needed: use it for regression checks,
     not for reporting how sharp the predictions are)."""
     groups = list(group_records(records).values())
     if stop_when_covered:
-        preds = _map(_predict_covering, [(c, runs, seed, [observe(r) for r in recs]) for c, recs in groups], workers, progress)
+        preds = _map(_predict_covering, [(c, runs, seed, [observe(r) for r in recs], source) for c, recs in groups],
+                     workers, progress)
     else:
-        preds = predict_many([c for c, _ in groups], runs, seed, workers, progress)
+        preds = predict_many([c for c, _ in groups], runs, seed, workers, progress, source=source)
     reports = []
     for pred, (_, recs) in zip(preds, groups, strict=True):
         reports.append(CaseReport(pred, [(o, agree(pred, o)) for o in map(observe, recs)]))

@@ -55,6 +55,9 @@ class BufferInfo:
     scope: str
     dtype: str
     shape: tuple[int, ...]
+    anonymous: bool = False
+    """The program gave it no name (TIRx's barrier classes); ``name`` is the one
+    ``func.script()`` prints, until a call site tells a better one (``Recognizer.alias``)."""
 
     @property
     def elems(self) -> int:
@@ -134,6 +137,17 @@ def where(node: Any) -> str:
     if type(sp).__name__ == "SequentialSpan":
         return "+".join(_span(x) for x in sp.spans)
     return _span(sp)
+
+
+def call_site(node: Any) -> tuple[str, int] | None:
+    """(file, line) where the kernel's author wrote the call (the first span of an inlined
+    macro: the call site in the kernel, not the library's body)."""
+    sp = getattr(node, "span", None) if node is not None else None
+    if sp is None:
+        return None
+    if type(sp).__name__ == "SequentialSpan":
+        sp = sp.spans[0]
+    return str(sp.source_name.name), int(sp.line)
 
 
 def _span(sp: Any) -> str:
@@ -275,10 +289,11 @@ class Program:
         if info is None:
             shape = tuple(int(s) for s in buf.shape) if all(type(s).__name__ == "IntImm" for s in buf.shape) else ()
             name = buf.name
-            if not name:  # TIRx's barrier classes allocate unnamed buffers: name them as func.script() prints them
+            anonymous = not name
+            if anonymous:  # TIRx's barrier classes allocate unnamed buffers: name them as func.script() prints them
                 name = "buffer" if not self._unnamed else f"buffer_{self._unnamed}"
                 self._unnamed += 1
-            info = self.buffers[key] = BufferInfo(name, scope or buf.scope(), str(buf.dtype), shape)
+            info = self.buffers[key] = BufferInfo(name, scope or buf.scope(), str(buf.dtype), shape, anonymous)
         return info
 
     def _find_launch(self, body: Any) -> None:

@@ -58,12 +58,13 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
         if not 0 <= i < program.n_ctas:
             raise TirxError(f"CTA {i}: the grid has {program.n_ctas} CTAs (0..{program.n_ctas - 1})")
     raws = []
+    aliases: dict[str, str] = {}
     for i in indices:
-        rec = Recognizer(maps)
+        rec = Recognizer(maps, aliases)
         program.run_cta(i, rec)
         raws.append(rec.ops)
     roles = find_roles(raws, program.threads)
-    storage = Storage(raws, roles)
+    storage = Storage(raws, roles, aliases)
     barriers, buffers = storage.decls()
     programs = []
     issuers: list[dict] = [{} for _ in roles]  # per role: issuer by (interned mask, kind)

@@ -17,10 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import linecache
+import re
+
 import numpy as np
 
 from protosim.frontends.tirx.errors import TirxError
-from protosim.frontends.tirx.interp import Addr, BufferInfo, Cta, Opaque, Region, dtype_bytes, where
+from protosim.frontends.tirx.interp import Addr, BufferInfo, Cta, Opaque, Region, call_site, dtype_bytes, where
+
+_BARRIER_VAR = re.compile(r"\b([A-Za-z_]\w*)\s*\.\s*(?:init|wait|arrive|try_wait|expect_tx|ptr_to)\s*\(")
+"""``name.init(`` / ``name.wait(`` / ``name.ptr_to(``: how a TIRx barrier object is used."""
 
 DONE = 1
 """What a ``try_wait`` / ``test_wait`` returns to the program: "the phase completed".  The
@@ -156,8 +162,10 @@ def _addr(v: Any, what: str, node: Any) -> Addr:
 class Recognizer:
     """The interpreter's sink for one CTA: collects :class:`Raw` ops in program order."""
 
-    def __init__(self, maps: dict[int, TensorMap], node_of: dict[str, Any] | None = None):
+    def __init__(self, maps: dict[int, TensorMap], aliases: dict[str, str] | None = None):
         self.maps = maps
+        self.aliases = aliases if aliases is not None else {}
+        """Unnamed buffer -> the name its call sites use (shared by every CTA's recognizer)."""
         self.ops: list[Raw] = []
         self.declared: dict[str, BufferInfo] = {}
         self._where: dict[int, str] = {}
@@ -169,7 +177,25 @@ class Recognizer:
     def declare(self, info: BufferInfo, node: Any) -> None:
         self.declared[info.name] = info
 
+    def alias(self, bar: Addr, node: Any) -> None:
+        """Name an unnamed barrier buffer by the variable its call site uses
+        (``tma2mma.init(1)`` -> ``tma2mma``), once; the schedule then reads like the kernel."""
+        info = bar.buf
+        if not info.anonymous or info.name in self.aliases:
+            return
+        site = call_site(node)
+        text = linecache.getline(site[0], site[1]) if site else ""
+        m = _BARRIER_VAR.search(text)
+        name = m.group(1) if m else None
+        if name and name not in self.aliases.values() and name not in self.declared:
+            self.aliases[info.name] = name
+        else:
+            self.aliases[info.name] = info.name
+
     def emit(self, kind: str, c: Cta, node: Any, **f: Any) -> None:
+        bar = f.get("bar")
+        if bar is not None and bar.__class__ is Addr and bar.buf.anonymous:
+            self.alias(bar, node)
         line = self._where.get(id(node))
         if line is None:
             line = self._where[id(node)] = where(node)

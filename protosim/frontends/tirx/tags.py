@@ -182,14 +182,16 @@ def _sig(t: Any) -> Any:
     return None
 
 
-def barrier_name(a: Addr) -> str:
-    return f"{a.buf.name}[{a.offset}]"
+def barrier_name(a: Addr, aliases: dict[str, str] | None = None) -> str:
+    name = aliases.get(a.buf.name, a.buf.name) if aliases and a.buf.anonymous else a.buf.name
+    return f"{name}[{a.offset}]"
 
 
 class Storage:
     """Barriers and buffers the raw ops name, with each buffer's stage size."""
 
-    def __init__(self, ctas: list[list[Raw]], roles: list[tuple[str, int, int]]):
+    def __init__(self, ctas: list[list[Raw]], roles: list[tuple[str, int, int]], aliases: dict[str, str] | None = None):
+        self.aliases = aliases or {}
         self.count: dict[str, int] = {}
         self.barrier_order: list[str] = []
         self.stage_elems: dict[str, int] = {}
@@ -209,7 +211,7 @@ class Storage:
                     continue  # the same op on the same storage (another k-tile, another CTA)
                 seen.add(sig)
                 if bar is not None:
-                    name = barrier_name(bar)
+                    name = barrier_name(bar, self.aliases)
                     if name not in self.count:
                         self.barrier_order.append(name)
                         self.count[name] = 1
@@ -358,7 +360,7 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
     f, k = r.f, r.kind
     if k == "mbar_init":
         d = Draft(MbarInit, r, issuer=issuer)
-        d.bar = barrier_name(f["bar"])
+        d.bar = barrier_name(f["bar"], storage.aliases)
         return d
     if k in ("arrive", "arrive_expect_tx", "expect_tx", "mma_commit", "wait"):
         cls = {"arrive": Arrive, "arrive_expect_tx": ArriveExpectTx, "expect_tx": ExpectTx, "mma_commit": MmaCommit,
@@ -369,11 +371,11 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
         if k == "wait":
             extra["parity"] = f["parity"]
         d = Draft(cls, r, issuer=issuer, **extra)
-        d.bar = barrier_name(f["bar"])
+        d.bar = barrier_name(f["bar"], storage.aliases)
         return d
     if k == "tma_load":
         d = Draft(TmaLoad, r, issuer=issuer, bytes=f["bytes"], src=f["src"])
-        d.bar = barrier_name(f["bar"])
+        d.bar = barrier_name(f["bar"], storage.aliases)
         d.writes.append(("dst", _access(f["dst"], storage)))
         return d
     if k == "tma_store":

@@ -253,6 +253,8 @@ class Program:
         self.buffers: dict[int, BufferInfo] = {}
         self._unnamed = 0
         self.masks = {}
+        self.thread_vars: set[int] = set()
+        """Thread-id variables (the same values in every CTA): expressions of these only are folded."""
         self.locals: set[int] = set()
         self.grid: tuple[int, ...] = ()
         self.threads = 0
@@ -346,6 +348,37 @@ class Program:
 
     # -- expressions ------------------------------------------------------------
     def expr(self, e: Any) -> Expr:
+        """``e`` compiled; an expression of thread ids and constants only (``tid == 0``,
+        ``warp_id * 32 + lane_id``) is the same in every CTA: computed once, then reused."""
+        f = self._expr(e)
+        if type(e).__name__ in BINARY or type(e).__name__ in ("Not", "Cast", "Select"):
+            if self._thread_only(e):
+                cache: list[Any] = []
+
+                def once(c: Cta) -> Any:
+                    if not cache:
+                        cache.append(f(c))
+                    return cache[0]
+                return once
+        return f
+
+    def _thread_only(self, e: Any) -> bool:
+        t = type(e).__name__
+        if t in ("IntImm", "FloatImm", "StringImm"):
+            return True
+        if t == "Var":
+            return hash(e) in self.thread_vars
+        if t in BINARY:
+            return self._thread_only(e.a) and self._thread_only(e.b)
+        if t == "Not":
+            return self._thread_only(e.a)
+        if t == "Cast":
+            return self._thread_only(e.value)
+        if t == "Select":
+            return all(self._thread_only(x) for x in (e.condition, e.true_value, e.false_value))
+        return False
+
+    def _expr(self, e: Any) -> Expr:
         if isinstance(e, (bool, int, float, str)):
             return lambda c, v=e: v
         t = type(e).__name__
@@ -531,6 +564,7 @@ class Program:
             raise TirxError(f"{where(st)}: thread id {st.script().strip()} is not supported; use T.thread_id, "
                             "T.warpgroup_id, T.warp_id_in_wg, T.lane_id")
         s0 = ids[0]
+        self.thread_vars.add(hash(d.def_ids[0]))
 
         def thread_ids(c: Cta) -> None:
             c.slots[s0] = fn(c.tid)

@@ -27,8 +27,9 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-kernels
 	$(PY) -m pytest -q
 
-slow: $(VENV)/.installed
+slow: $(VENV)/.installed-kernels
 	$(PY) -m pytest -q -m slow
+	PROTOSIM_TIRX_EXAMPLES=200 $(PY) -m pytest -q tests/test_tirx_frontend.py -k builders_verdicts
 
 # The input fuzzer alone (tests/fuzz; CI size: PROTOSIM_FUZZ_EXAMPLES=N for more), and its census table.
 fuzz: $(VENV)/.installed
@@ -37,8 +38,9 @@ fuzz: $(VENV)/.installed
 census: $(VENV)/.installed
 	$(PY) -m tests.fuzz.census --examples 150 --seed 0 --json results/fuzz/census.json --txt results/fuzz/census.txt
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-kernels
 	$(PY) benchmarks/bench_engine.py
+	$(PY) benchmarks/bench_tirx.py
 
 kernels: $(VENV)/.installed-kernels
 	$(PY) -m kernels.toolchain.build --plan silicon --bundle .gpu

@@ -81,7 +81,10 @@ def build_plan(jobs: list[Job], cache: Path, workers: int, log=print) -> dict[st
     log(f"{len(todo)} kernels, {len(todo) - len(missing)} cached, {len(missing)} to build ({workers} workers)")
     if missing:
         cache.mkdir(parents=True, exist_ok=True)
-        compile_in_pool(_compile_one, {todo[key].name: (todo[key].to_dict(), str(paths[key])) for key in missing}, workers, log)
+        # Labelled by name *and* key: the name leaves out fields such as sm_count, and two kernels
+        # that differ only there must not collide in the work list (one would never be built).
+        compile_in_pool(_compile_one, {f"{todo[key].name} [{key}]": (todo[key].to_dict(), str(paths[key])) for key in missing},
+                        workers, log)
     return paths
 
 

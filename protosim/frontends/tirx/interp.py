@@ -473,12 +473,12 @@ class Program:
             info = self.buffers[key]
             const = self._const_index(info, e.indices)
             if const is not None:
-                return lambda c: c.local[key][const]
+                return lambda c: _read(c.local[key], const, c.mask)
             idx = self._indices(e.indices)
 
             def local(c: Cta) -> Any:
                 i = info.flat(tuple(uniform(f(c), f"index into {info.name}", e, c.mask) for f in idx))
-                return c.local[key][i]
+                return _read(c.local[key], i, c.mask)
             return local
         data = Opaque(f"the data of {buf.name}")
         return lambda c: data
@@ -579,7 +579,7 @@ class Program:
             n = info.elems
 
             def alloc(c: Cta) -> None:
-                c.local[key] = [0] * n
+                c.local[key] = [0] * n + [{}]  # the cells, then _read's memo
             return alloc
         if info.scope.startswith("shared") and info.elems:
             sink_buf = info
@@ -611,6 +611,8 @@ class Program:
                     tuple(uniform(f(c), f"index into {info.name}", st, c.mask) for f in idx))
                 v = value(c)
                 cells = c.local[key]
+                if cells[-1]:
+                    cells[-1].clear()  # a write: what _read memoised may be stale
                 if c.full:
                     cells[i] = v
                 elif isinstance(v, (Opaque, Addr)):
@@ -619,6 +621,8 @@ class Program:
                     old = cells[i]
                     if isinstance(old, (Opaque, Addr)):
                         old = 0
+                    if v.__class__ is int and old.__class__ is int and v == old:
+                        return  # the same value in every thread: stays an int
                     cells[i] = np.where(c.mask, v, old)
             return store_local
         if info.scope == "local":
@@ -752,7 +756,10 @@ class Program:
                     raise TirxError(f"{where(v)}: {op} writes a result, but its first argument is no local variable")
                 info = self.buffers[buf_key]
                 i = info.flat(tuple(uniform(f(c), "a result's index", v, c.mask) for f in res_idx))
-                old = c.local[buf_key][i]
+                cells = c.local[buf_key]
+                if cells[-1]:
+                    cells[-1].clear()
+                old = cells[i]
                 if isinstance(old, (Opaque, Addr)):
                     old = 0
                 c.local[buf_key][i] = out.value if c.full else np.where(c.mask, out.value, old)
@@ -815,6 +822,25 @@ class Program:
                 if ch is not None:
                     stack.append(ch)
         return out
+
+
+def _read(cells: list[Any], i: int, mask: np.ndarray) -> Any:
+    """A local's value as the active threads see it: a plain int when they agree.
+
+    A local written under a partial mask becomes a per-thread vector (the other threads keep
+    their value), yet the threads that read it next usually agree -- a role's stage counter
+    read inside that role's branch.  Giving them an int keeps the arithmetic that follows
+    scalar; the answer is memoised per (cell, mask) until the cell is written again."""
+    v = cells[i]
+    if v.__class__ is not np.ndarray:
+        return v
+    memo = cells[-1]
+    key = (i, id(mask))
+    got = memo.get(key)
+    if got is None:
+        act = v[mask]
+        got = memo[key] = int(act[0]) if act.size and (act == act[0]).all() and v.dtype != bool else v
+    return got
 
 
 def _active(v: Any, mask: np.ndarray) -> Any:

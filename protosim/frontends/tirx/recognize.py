@@ -169,7 +169,7 @@ class Recognizer:
         self.ops: list[Raw] = []
         self.declared: dict[str, BufferInfo] = {}
         self._where: dict[int, str] = {}
-        self._desc_args: dict[int, list[str]] = {}
+        self._desc_args: dict[int, tuple[list[str], str, str, str]] = {}
         self.desc: dict[str, Addr] = {}
         """wgmma descriptor variable -> the shared-memory address it was encoded from."""
 
@@ -383,15 +383,16 @@ class Recognizer:
         self.emit("wgmma_wait", c, node, n=_int(nums[0], "the group count", node, c.mask) if nums else 0)
 
     def _wgmma_ss(self, args, node, c, raw, a_from_smem: bool = True):
-        shape = next((s for s in _strs(args) if s.startswith("m") and "n" in s and "k" in s), None)
-        if shape is None or raw is None:
-            raise TirxError(f"{where(node)}: a wgmma without its mMnNkK shape string")
-        m, rest = shape[1:].split("n", 1)
-        n, k = rest.split("k", 1)
-        names = self._desc_args.get(id(node))
-        if names is None:  # which arguments are descriptor variables, once per call site
-            names = self._desc_args[id(node)] = [a.source.name for a in raw if type(a).__name__ == "TensorLoad"
-                                                 and a.source.name in self.desc]
+        site = self._desc_args.get(id(node))
+        if site is None:  # the shape and which arguments are descriptor variables, once per call site
+            shape = next((s for s in _strs(args) if s.startswith("m") and "n" in s and "k" in s), None)
+            if shape is None or raw is None:
+                raise TirxError(f"{where(node)}: a wgmma without its mMnNkK shape string")
+            m, rest = shape[1:].split("n", 1)
+            n, k = rest.split("k", 1)
+            site = self._desc_args[id(node)] = ([a.source.name for a in raw if type(a).__name__ == "TensorLoad"
+                                                 and a.source.name in self.desc], m, n, k)
+        names, m, n, k = site
         descs = [self.desc[n] for n in names]
         if len(descs) < (2 if a_from_smem else 1):
             raise TirxError(f"{where(node)}: the wgmma's operand descriptors were not encoded with "

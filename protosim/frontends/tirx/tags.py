@@ -193,6 +193,8 @@ class Storage:
     def __init__(self, ctas: list[list[Raw]], roles: list[tuple[str, int, int]], aliases: dict[str, str] | None = None):
         self.aliases = aliases or {}
         self.count: dict[str, int] = {}
+        """Each barrier's arrival count: from its first ``init`` (1 if the program never inits it)."""
+        inited: set[str] = set()
         self.barrier_order: list[str] = []
         self.stage_elems: dict[str, int] = {}
         self.infos: dict[str, BufferInfo] = {}
@@ -215,8 +217,8 @@ class Storage:
                     if name not in self.count:
                         self.barrier_order.append(name)
                         self.count[name] = 1
-                    if r.kind == "mbar_init" and name not in self._inited:
-                        self._inited.add(name)
+                    if r.kind == "mbar_init" and name not in inited:
+                        inited.add(name)
                         self.count[name] = r.f["count"]
                 for t in self._touches(r):
                     self.infos[t.buf.name] = t.buf
@@ -232,15 +234,8 @@ class Storage:
                         n = next((n for f, n in role_warps.items() if f <= first < f + n), 1)
                         self.parts[t.buf.name] = max(self.parts.get(t.buf.name, 1), n)
 
-    _inited: set[str]
-
-    def __new__(cls, *a: Any, **k: Any) -> Storage:
-        self = super().__new__(cls)
-        self._inited = set()
-        return self
-
     @staticmethod
-    def _touches(r: Raw) -> list[Touch]:  # noqa: D102
+    def _touches(r: Raw) -> list[Touch]:
         out = [r.f[k] for k in ("dst", "src") if isinstance(r.f.get(k), Touch)]
         out += list(r.f.get("reads", ())) + list(r.f.get("writes", ()))
         return out

@@ -53,7 +53,6 @@ from protosim.ir import (
     MmaCommit,
     NamedBarrierSync,
     Op,
-    RoleDecl,
     Sleep,
     SmemStore,
     ThreadCopy,

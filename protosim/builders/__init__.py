@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from protosim.arch import load_profile
 from protosim.builders import triton_pipeline
+from protosim.builders.gemm_cta import family
 from protosim.builders.seed_gemm import BUILDERS as SEED_BUILDERS
 from protosim.builders.seed_gemm import persistent_tiles
 from protosim.builders.ws_gemm import BUILDERS as WS_BUILDERS
@@ -74,6 +76,8 @@ def estimate_ops(builder: str, config: Any, sm_count: int) -> int:
     ctas = tiles
     if builder == "hgemm_v6":
         ctas = c.sm_count or sm_count
+        if family(load_profile(c.arch)).clamp_grid:  # Hopper's v6 launches no more CTAs than tiles
+            ctas = min(ctas, tiles)
     elif builder == "hgemm_ws":
         ctas = min(c.sm_count or sm_count, tiles)
     depth = c.PIPE_DEPTH if "PIPE_DEPTH" in HONOURS[builder] else 1

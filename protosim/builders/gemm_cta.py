@@ -8,11 +8,17 @@ logical ``use``; the knobs change only what the code computes (the parity, the s
 On an arch whose MMA is ``wgmma`` (H200) the tcgen05 MMA + commit becomes the Hopper port
 of ``kernels/``: every warp issues the wgmma, commits, ``wait_group 0``, then one thread
 arrives -- the stand-in for ``tcgen05.commit`` (shared/docs/DEVICE.md).
+
+The two kernel families write the same protocol with different barrier inits, thread
+barriers and fences; :class:`KernelFamily` holds those differences in one place (the seed's
+``kernels/tirx/seed_sm100.py`` on tcgen05 archs, ``kernels/tirx/hopper.py`` otherwise), so
+the builders match the kernels op for op (``tests/test_builders_mirror_kernels.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from protosim.arch import ArchProfile
 from protosim.config import ACC_BYTES, F16_BYTES, GemmConfig
@@ -46,13 +52,65 @@ from protosim.pipeline import Pipeline, PipelineState
 
 WARPS = 4
 TMEM_ALLOC_COLUMNS = 512  # the seed allocates all 512 columns
-STORE_SYNC_ID = 10  # T.cuda.warpgroup_sync(10)
 MMA_BAR = "mma_bar"
 MMA_ROLE = "mma"
 """The warpgroup that issues the MMAs (all of v1-v6; ws's consumer), named as the kernels'
 timeout records name it (``kernels/spec.py`` ``ROLE_NAMES``), so a simulated hang and a
 silicon one read alike (``protosim.hangs``)."""
 PRODUCER_ROLE = "producer"  # ws's TMA warp: ROLE_NAMES[1]
+CTA = None
+"""A sync id meaning the CTA-wide ``bar.sync 0`` (``T.cuda.cta_sync()``), not a named barrier."""
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    """What the seed's kernels and the Hopper kernels write differently around one protocol.
+
+    A sync id is a named barrier of the MMA warpgroup (``T.cuda.warpgroup_sync(id)``:
+    ``bar.sync id, 128``) or :data:`CTA` (``T.cuda.cta_sync()``).  Quoted code is the
+    kernel's own line; :func:`family` picks the family from the arch."""
+
+    name: str
+    init_every_stage: bool
+    """Hopper's one kernel body inits ``full_bar[s]`` and ``empty_bar[s]`` for every stage,
+    then ``mma_bar``, whichever the step uses (hopper.py ``for s in T.serial(PIPE):
+    ...init(full_bar[s])... init(empty_bar[s])``, then ``init(mma_bar[0])``); the seed inits
+    ``mma_bar`` then each ``tma_bar[s]`` of a TMA step (seed_sm100.py v4-v6
+    ``init(mma_bar.ptr_to([0]))``, ``init(tma_bar.ptr_to([s]))``), ``mma_bar`` alone in v1-v3."""
+    prologue_fences: tuple[str, ...]
+    """Before the prologue's ``cta_sync``: the seed ``fence.proxy.async_.shared__cta()`` and
+    ``fence.mbarrier_init.release.cluster()``; Hopper only the latter."""
+    copy_sync: int | None
+    """After v1-v3's thread copies (and their ``fence.proxy.async``): the seed ``cta_sync()``,
+    Hopper ``warpgroup_sync(MMA_SYNC_BAR)`` = 2 (hopper.py ``thread_copy``)."""
+    store_entry_sync: int | None
+    """First sync of the TMA-store epilogue: the seed ``cta_sync()`` after ``tcgen05.wait::ld``,
+    Hopper ``warpgroup_sync(STORE_BAR)`` = 1 (hopper.py ``store_tma``)."""
+    store_sync: int
+    """The epilogue's syncs around the store: the seed ``warpgroup_sync(10)``, Hopper
+    ``warpgroup_sync(STORE_BAR)`` = 1."""
+    tile_end_sync: int | None
+    """v6's end of a tile: the seed ``cta_sync()``, Hopper ``warpgroup_sync(MMA_SYNC_BAR)`` = 2."""
+    tcgen05_fences: bool
+    """The seed's added tcgen05 fences: ``tcgen05.fence__after_thread_sync()`` after every
+    wait on ``mma_bar``, and ``fence__before_thread_sync()`` / ``fence__after_thread_sync()``
+    around v6's end-of-tile ``cta_sync`` (seed_sm100.py v6 ``epilogue``)."""
+    clamp_grid: bool
+    """v6's persistent grid: Hopper launches ``min(sm_count, tiles)`` CTAs (kernels/spec.py
+    ``grid_ctas``), the seed ``sm_count`` whatever the tiles (seed_sm100.py ``SM_COUNT``)."""
+
+
+SEED = KernelFamily("seed_sm100", init_every_stage=False, prologue_fences=("proxy_async", "mbarrier_init"),
+                    copy_sync=CTA, store_entry_sync=CTA, store_sync=10, tile_end_sync=CTA, tcgen05_fences=True,
+                    clamp_grid=False)
+HOPPER = KernelFamily("hopper", init_every_stage=True, prologue_fences=("mbarrier_init",),
+                      copy_sync=2, store_entry_sync=1, store_sync=1, tile_end_sync=2, tcgen05_fences=False,
+                      clamp_grid=True)
+
+
+def family(arch: ArchProfile) -> KernelFamily:
+    """The seed's kernels on tcgen05 archs; the Hopper port (wgmma) everywhere else."""
+    return SEED if arch.mma_kind == "tcgen05" else HOPPER
 
 
 def a_tile(m: int, k: int) -> str:
@@ -76,13 +134,30 @@ def tma_bar(stage: int) -> str:
     return f"tma_bar[{stage}]"
 
 
+def empty_bar(stage: int) -> str:
+    """A stage's empty barrier (Hopper's ``empty_bar``: ws's MMA releases the stage on it)."""
+    return f"empty_bar[{stage}]"
+
+
+def barrier_inits(fam: KernelFamily, stages: int, tma: bool) -> list[str]:
+    """The barriers a kernel inits, in its order (:attr:`KernelFamily.init_every_stage`)."""
+    if fam.init_every_stage:
+        return [name for s in range(stages) for name in (tma_bar(s), empty_bar(s))] + [MMA_BAR]
+    return [MMA_BAR, *(tma_bar(s) for s in range(stages) if tma)]
+
+
+def persistent_ctas(cfg: GemmConfig, arch: ArchProfile) -> int:
+    """CTAs of a persistent grid: one per SM (or ``sm_count``), clamped to the tiles where
+    the kernel clamps (:attr:`KernelFamily.clamp_grid`)."""
+    n = cfg.sm_count or arch.sm_count
+    return min(n, cfg.m_tiles * cfg.n_tiles) if family(arch).clamp_grid else n
+
+
 def storage(cfg: GemmConfig, arch: ArchProfile, stages: int, tma: bool) -> tuple[tuple[BarrierDecl, ...],
                                                                                 tuple[BufferDecl, ...]]:
-    """The seed's barriers (``mma_bar``, a ``tma_bar`` per stage) and buffers (A and B
+    """The kernel's barriers (:func:`barrier_inits`, each of count 1) and buffers (A and B
     stages, the output tile D, TMEM accumulator on tcgen05)."""
-    barriers = [BarrierDecl(MMA_BAR, 1)]
-    if tma:
-        barriers += [BarrierDecl(tma_bar(s), 1) for s in range(stages)]
+    barriers = [BarrierDecl(name, 1) for name in barrier_inits(family(arch), stages, tma)]
     parts = 1 if tma else WARPS  # thread copies write a quarter per warp
     buffers = [
         BufferDecl("A", "smem", stages, cfg.BLK_M * cfg.BLK_K * F16_BYTES, parts=parts, align=1024),
@@ -103,6 +178,7 @@ class GemmCta:
         self.arch = arch
         self.ops: list[Op] = []
         self.tcgen05 = arch.mma_kind == "tcgen05"
+        self.family = family(arch)
         self.a_bytes = cfg.BLK_M * cfg.BLK_K * F16_BYTES
         self.b_bytes = cfg.BLK_N * cfg.BLK_K * F16_BYTES
 
@@ -118,18 +194,45 @@ class GemmCta:
         or thread 0's arrive after ``wait_group 0`` on Hopper) and the warpgroup waits on it."""
         return Pipeline([MMA_BAR], producer=self.ops.append, fill="mma_commit" if self.tcgen05 else "arrive")
 
+    def sync(self, sync_id: int | None, **tags) -> Op:
+        """``cta_sync()`` for :data:`CTA`, else the MMA warpgroup's ``warpgroup_sync(id)``."""
+        if sync_id is CTA:
+            return CtaSync(**tags)
+        return NamedBarrierSync(barrier_id=sync_id, threads=128, **tags)
+
     # -- prologue / epilogue -------------------------------------------------
-    def prologue(self, barriers: list[str]) -> None:
-        for name in barriers:
+    def prologue(self, stages: int, tma: bool) -> None:
+        """Thread 0 inits the barriers (:func:`barrier_inits`), warp 0 allocates TMEM
+        (tcgen05), then :meth:`prologue_sync`."""
+        for name in barrier_inits(self.family, stages, tma):
             self.ops.append(MbarInit(barrier=name, issuer="one"))
         if self.tcgen05:
             self.ops.append(TmemAlloc(columns=TMEM_ALLOC_COLUMNS, issuer="warp0"))
-        self.ops += [Fence(fence="proxy_async"), Fence(fence="mbarrier_init"), CtaSync()]
+        self.prologue_sync()
+
+    def prologue_sync(self) -> None:
+        """The fences every thread runs after the inits, and the CTA-wide sync."""
+        self.ops += [*(Fence(fence=f) for f in self.family.prologue_fences), CtaSync()]
 
     def teardown(self) -> None:
         self.ops.append(CtaSync())
         if self.tcgen05:
             self.ops.append(TmemDealloc(columns=TMEM_ALLOC_COLUMNS, issuer="warp0"))
+
+    def after_mma_wait(self, tile: tuple[int, int], k: int) -> None:
+        """After a wait on ``mma_bar``: the seed's ``tcgen05.fence__after_thread_sync()``."""
+        if self.family.tcgen05_fences:
+            self.ops.append(Fence(fence="tcgen05_after_thread_sync", tile=tile, k=k))
+
+    def tile_end(self, tile: tuple[int, int]) -> None:
+        """v6's end of a tile: the seed's ``tcgen05.fence__before_thread_sync(); cta_sync();
+        tcgen05.fence__after_thread_sync()``, Hopper's ``warpgroup_sync(MMA_SYNC_BAR)``."""
+        fences = self.family.tcgen05_fences
+        if fences:
+            self.ops.append(Fence(fence="tcgen05_before_thread_sync", tile=tile))
+        self.ops.append(self.sync(self.family.tile_end_sync, tile=tile))
+        if fences:
+            self.ops.append(Fence(fence="tcgen05_after_thread_sync", tile=tile))
 
     def accumulator_to_registers(self, tile: tuple[int, int]) -> None:
         """TMEM -> registers (each warp its 32 lanes); on wgmma it is already there."""
@@ -145,24 +248,23 @@ class GemmCta:
         self.accumulator_to_registers(tile)
         self.ops.append(GlobalStore(bytes=32 * self.cfg.BLK_N * F16_BYTES, tile=tile))
 
-    def store_tma(self, tile: tuple[int, int], cta_wide: bool = True) -> None:
-        """v4+: registers -> Dsmem -> one thread's TMA store, drained before reuse.
-
-        ``cta_wide=False``: the leading sync covers the warpgroup only (a named
-        barrier), for kernels whose CTA has warps outside it (ws's producer)."""
+    def store_tma(self, tile: tuple[int, int]) -> None:
+        """v4+: registers -> Dsmem -> one thread's TMA store, drained before reuse; the
+        syncs are the family's (:attr:`KernelFamily.store_entry_sync`, ``store_sync``)."""
         cfg = self.cfg
+        fam = self.family
         self.accumulator_to_registers(tile)
         self.ops += [
-            CtaSync() if cta_wide else NamedBarrierSync(barrier_id=STORE_SYNC_ID, threads=128),
+            self.sync(fam.store_entry_sync),
             SmemStore(bytes=32 * cfg.BLK_N * F16_BYTES, dst=Access("D", 0, d_content(tile), WARP_PART), tile=tile),
             Fence(fence="proxy_async"),
-            NamedBarrierSync(barrier_id=STORE_SYNC_ID, threads=128),
+            self.sync(fam.store_sync),
             TmaStore(bytes=cfg.BLK_M * cfg.BLK_N * F16_BYTES, src=Access("D", 0, d_content(tile)), issuer="one", tile=tile),
             BulkCommit(issuer="one"),
         ]
         if not cfg.skip_store_wait:
             self.ops.append(BulkWait(n=0, issuer="one"))
-        self.ops.append(NamedBarrierSync(barrier_id=STORE_SYNC_ID, threads=128))
+        self.ops.append(self.sync(fam.store_sync))
 
     # -- K-loop pieces --------------------------------------------------------
     def thread_copy(self, tile: tuple[int, int], k: int) -> None:
@@ -170,7 +272,8 @@ class GemmCta:
         self.ops += [
             ThreadCopy(bytes=self.a_bytes // WARPS, dst=Access("A", 0, a_tile(m, k), WARP_PART), src=a_tile(m, k), tile=tile, k=k),
             ThreadCopy(bytes=self.b_bytes // WARPS, dst=Access("B", 0, b_tile(n, k), WARP_PART), src=b_tile(n, k), tile=tile, k=k),
-            CtaSync(k=k),
+            Fence(fence="proxy_async", tile=tile, k=k),  # thread-written SMEM read by the MMA (async proxy)
+            self.sync(self.family.copy_sync, k=k),
         ]
 
     def tma_load(self, ring: Pipeline, at: PipelineState, tile: tuple[int, int], k: int) -> None:
@@ -205,8 +308,9 @@ class GemmCta:
         if cfg.consumer_delay_ns:
             self.ops.append(Sleep(cycles=self.ns(cfg.consumer_delay_ns), issuer="one", tile=tile, k=k, label="consumer delay"))
         reads = (Access("A", stage, a_tile(m, k)), Access("B", stage, b_tile(n, k)))
-        shape = dict(m=cfg.BLK_M, n=cfg.BLK_N, k_elems=cfg.BLK_K, accumulate=k != 0, tile=tile, k=k)
-        if self.tcgen05:
-            self.ops.append(Mma(reads=reads, writes=(Access("acc", 0, acc_content(tile, k)),), issuer="one", **shape))
-        else:
-            self.ops += [Wgmma(reads=reads, **shape), WgmmaCommit(tile=tile, k=k), WgmmaWait(n=0, tile=tile, k=k)]
+        shape = dict(m=cfg.BLK_M, n=cfg.BLK_N, k_elems=cfg.BLK_K, tile=tile, k=k)
+        if self.tcgen05:  # the seed: gemm_async(..., accum=(k != 0))
+            self.ops.append(Mma(reads=reads, writes=(Access("acc", 0, acc_content(tile, k)),), issuer="one",
+                                accumulate=k != 0, **shape))
+        else:  # Hopper zeroes the register accumulator per tile (zero_acc()), then every wgmma passes scale-d = T.bool(True)
+            self.ops += [Wgmma(reads=reads, accumulate=True, **shape), WgmmaCommit(tile=tile, k=k), WgmmaWait(n=0, tile=tile, k=k)]

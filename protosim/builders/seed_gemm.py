@@ -16,10 +16,10 @@ whatever parity (or, with ``reset_phase_per_tile``, whatever stage) the buggy co
 from __future__ import annotations
 
 from protosim.arch import ArchProfile, load_profile
-from protosim.builders.gemm_cta import MMA_BAR, MMA_ROLE, WARPS, GemmCta, storage, tma_bar
+from protosim.builders.gemm_cta import MMA_ROLE, WARPS, GemmCta, persistent_ctas, storage
 from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
-from protosim.ir import CtaProgram, CtaSync, Op, RoleDecl, Schedule
+from protosim.ir import CtaProgram, Op, RoleDecl, Schedule
 from protosim.pipeline import Pipeline, PipelineState
 
 MMA_START = PipelineState.consumer_start(1)
@@ -27,12 +27,13 @@ MMA_START = PipelineState.consumer_start(1)
 
 
 def _wait_mma(c: GemmCta, done: Pipeline, at: PipelineState, stage: int, tile: tuple[int, int], k: int) -> PipelineState:
-    """The MMA of k-tile k on ``stage``, its completion onto ``mma_bar`` and the wait for it;
-    returns the ``mma_bar`` position after.  ``skip_mma_phase_flip``: the code passes its
-    start parity every time."""
+    """The MMA of k-tile k on ``stage``, its completion onto ``mma_bar`` and the wait for it
+    (then the seed's tcgen05 fence); returns the ``mma_bar`` position after.
+    ``skip_mma_phase_flip``: the code passes its start parity every time."""
     c.mma(stage, tile, k)
     done.producer_commit(at, tile=tile, k=k)
     c.wait(done.consumer_wait, at, "mma", tile, k, parity=MMA_START.phase if c.cfg.skip_mma_phase_flip else at.phase)
+    c.after_mma_wait(tile, k)
     return at.advance()
 
 
@@ -60,7 +61,7 @@ def _thread_copy_steps(step: int, cfg: GemmConfig, arch: ArchProfile) -> Schedul
     ctas = []
     for tile in _grid(cfg):
         c = GemmCta(cfg, arch)
-        c.prologue([MMA_BAR])
+        c.prologue(1, tma=False)
         done, at = c.mma_done(), MMA_START
         for k in range(cfg.k_tiles):
             c.thread_copy(tile, k)
@@ -120,7 +121,7 @@ def _ring_step(step: int, cfg: GemmConfig, stages: int) -> Schedule:
     ctas = []
     for tile in _grid(cfg):
         c = GemmCta(cfg, arch)
-        c.prologue([MMA_BAR, *(tma_bar(s) for s in range(stages))])
+        c.prologue(stages, tma=True)
         _k_loop(c, tile, c.ring(stages), c.mma_done(), PipelineState.consumer_start(stages), MMA_START)
         c.store_tma(tile)
         c.teardown()
@@ -164,13 +165,13 @@ def build_v6(cfg: GemmConfig) -> Schedule:
     ``reset_phase_per_tile`` is the seed's literal code (phases and stage index
     restart per tile); otherwise the ring position and MMA phase carry over."""
     arch = load_profile(cfg.arch)
-    n_ctas = cfg.sm_count or arch.sm_count
+    n_ctas = persistent_ctas(cfg, arch)
     depth = cfg.PIPE_DEPTH
     start = PipelineState.consumer_start(depth)
     ctas = []
     for tiles in persistent_tiles(cfg.m_tiles, cfg.n_tiles, n_ctas, cfg.l2_group_size):
         c = GemmCta(cfg, arch)
-        c.prologue([MMA_BAR, *(tma_bar(s) for s in range(depth))])
+        c.prologue(depth, tma=True)
         ring, done = c.ring(depth), c.mma_done()
         get, at = start, MMA_START
         for tile in tiles:
@@ -178,7 +179,7 @@ def build_v6(cfg: GemmConfig) -> Schedule:
                 get, at = start, MMA_START
             get, at = _k_loop(c, tile, ring, done, get, at)
             c.store_tma(tile)
-            c.ops.append(CtaSync(tile=tile))
+            c.tile_end(tile)
         c.teardown()
         ctas.append(c.ops)
     return _schedule(6, cfg, arch, cfg.PIPE_DEPTH, True, ctas)

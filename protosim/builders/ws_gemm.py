@@ -7,8 +7,8 @@ Two roles per CTA, as in the kernel (160 threads):
     ``phase_tma``; wgmma, commit, ``wait_group 0``; thread 0 arrives on
     ``empty_bar[stage]`` (the stage is free again); the stage index advances and
     ``phase_tma`` flips when it wraps.  After the K loop the accumulator goes through
-    Dsmem to one TMA store (the v4+ epilogue; its first sync is the warpgroup's named
-    barrier, since the producer warp is not there to join a CTA-wide one).
+    Dsmem to one TMA store (the Hopper v4+ epilogue, all on the warpgroup's named
+    barrier 1).
 ``producer`` (warp 4)
     per tile, per k-tile: the whole warp waits on ``empty_bar[stage]`` with
     ``phase_empty`` (starting at 1, which a fresh barrier satisfies); lane 0 issues
@@ -52,19 +52,15 @@ extra ``tcgen05.commit`` onto a barrier the epilogue waits on, which no kernel h
 from __future__ import annotations
 
 from protosim.arch import load_profile
-from protosim.builders.gemm_cta import MMA_BAR, MMA_ROLE, PRODUCER_ROLE, GemmCta, storage, tma_bar
+from protosim.builders.gemm_cta import MMA_ROLE, PRODUCER_ROLE, GemmCta, empty_bar, storage, tma_bar
 from protosim.builders.seed_gemm import persistent_tiles
 from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
-from protosim.ir import BarrierDecl, CtaProgram, CtaSync, Fence, Op, RoleDecl, Schedule
+from protosim.ir import CtaProgram, CtaSync, Op, RoleDecl, Schedule
 from protosim.pipeline import Pipeline, PipelineState
 
 CONSUMER_WARPS = 4
 PRODUCER_WARPS = 1
-
-
-def empty_bar(stage: int) -> str:
-    return f"empty_bar[{stage}]"
 
 
 def check(cfg: GemmConfig, mma_kind: str) -> None:
@@ -89,7 +85,7 @@ def _producer(p: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
     """Warp 4: wait until the MMA released a stage, refill it.  ``skip_mma_phase_flip``:
     the code passes its start parity every time."""
     cfg = p.cfg
-    p.ops += [Fence(fence="mbarrier_init"), CtaSync()]
+    p.prologue_sync()
     start = PipelineState.producer_start(cfg.PIPE_DEPTH)
     put = start
     for tile in tiles:
@@ -103,10 +99,10 @@ def _producer(p: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
     p.ops.append(CtaSync())
 
 
-def _consumer(c: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]], barrier_names: list[str]) -> None:
+def _consumer(c: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
     """Warps 0-3: wait for a full stage, multiply, release it; epilogue per tile."""
     cfg = c.cfg
-    c.prologue(barrier_names)
+    c.prologue(cfg.PIPE_DEPTH, tma=True)  # full[s], empty[s] per stage, then mma_bar (gemm_cta.barrier_inits)
     start = PipelineState.consumer_start(cfg.PIPE_DEPTH)
     get = start
     for tile in tiles:
@@ -117,7 +113,7 @@ def _consumer(c: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]], barrier_
             c.mma(get.index, tile, k)
             ring.consumer_release(get, tile=tile, k=k)
             get = get.advance()
-        c.store_tma(tile, cta_wide=False)
+        c.store_tma(tile)
     c.teardown()
 
 
@@ -126,16 +122,13 @@ def build_ws(cfg: GemmConfig) -> Schedule:
     arch = load_profile(cfg.arch)
     check(cfg, arch.mma_kind)
     depth = cfg.PIPE_DEPTH
-    # mbarrier.init order of the kernel: full[s], empty[s] for each stage, then mma_bar
-    init_order = [name for s in range(depth) for name in (tma_bar(s), empty_bar(s))] + [MMA_BAR]
-    barriers, buffers = storage(cfg, arch, depth, True)
-    barriers += tuple(BarrierDecl(empty_bar(s), 1) for s in range(depth))
+    barriers, buffers = storage(cfg, arch, depth, True)  # Hopper's: tma_bar[s] and empty_bar[s], then mma_bar
     ctas = []
     for i, tiles in enumerate(persistent_tiles(cfg.m_tiles, cfg.n_tiles, grid_ctas(cfg, arch.sm_count), cfg.l2_group_size)):
         c, p = GemmCta(cfg, arch), GemmCta(cfg, arch)  # one op stream per role
         ring = Pipeline([tma_bar(s) for s in range(depth)], [empty_bar(s) for s in range(depth)],
                         producer=p.ops.append, consumer=c.ops.append)
-        _consumer(c, ring, tiles, init_order)
+        _consumer(c, ring, tiles)
         _producer(p, ring, tiles)
         roles: tuple[tuple[Op, ...], ...] = (tuple(c.ops), tuple(p.ops))
         ctas.append(CtaProgram(i, roles))

@@ -408,3 +408,29 @@ def test_explain_and_trace_of_a_kernel(capsys, tmp_path):
     out = tmp_path / "t.json"
     assert main(["trace", f"{OK}:kernel", "--set", "arch=h200", "-o", str(out)]) == 0
     assert json.loads(out.read_text())
+
+
+# ---------------------------------------------------------------------------
+# The repository's kernels, as they are: built from a GemmConfig, inside a package
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_kernel_built_from_a_gemmconfig_takes_its_fields_from_set(capsys):
+    """``hgemm_v4(cfg: GemmConfig)``: the --set values that name config fields build the config,
+    and kernels/tirx/ imports its own package (``from kernels.tirx... import``)."""
+    spec = f"{REPO}/kernels/tirx/seed_sm100.py:hgemm_v4"
+    src = load_kernel(*split_spec(spec), {"M": "256", "K": "128"})
+    assert src.call == {"cfg": {"M": 256, "K": 128}} and src.arch == "b200"
+    json.dumps(src.call)  # what the schedule's config records
+    assert main(["run", spec, "--set", "M=256", "--set", "K=128", "--runs", "2"]) == 0
+    capsys.readouterr()
+    line = refused(capsys, "run", spec, "--set", "K=100")
+    assert "--set K: K=100 is not a multiple of BLK_K=64" in line
+
+
+def test_a_kernel_that_imports_its_package_loads_and_leaves_sys_path_alone():
+    before = list(sys.path)
+    src = load_kernel(*split_spec(f"{REPO}/kernels/tirx/ws_sm100.py:ws_step7"), {"K": "512", "sm_count": "2"})
+    assert type(src.func).__name__ == "PrimFunc" and src.call == {"cfg": {"K": 512, "sm_count": 2}}
+    assert sys.path == before

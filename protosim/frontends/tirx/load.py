@@ -222,6 +222,13 @@ class _Imported:
     def __init__(self, path: Path):
         self.path = path
         self.folder = path.resolve().parent
+        # A file inside a package (kernels/tirx/ws_sm100.py) imports its package absolutely
+        # (`from kernels.tirx... import`): the folder above the top package goes on the path too.
+        top = self.folder
+        while (top / "__init__.py").exists():
+            top = top.parent
+        self.package = self.folder.relative_to(top).parts[0] if top != self.folder else None
+        self.root = top if top != self.folder else None
         stem = re.sub(r"\W", "_", path.stem)
         self.name = f"_protosim_tirx_kernel_{stem}_{next(_counter)}"
         self.module: Any = None
@@ -231,6 +238,9 @@ class _Imported:
         self.added = str(self.folder) not in sys.path
         if self.added:
             sys.path.insert(0, str(self.folder))
+        self.added_root = self.root is not None and str(self.root) not in sys.path
+        if self.added_root:
+            sys.path.insert(1, str(self.root))
         spec = importlib.util.spec_from_file_location(self.name, self.path)
         if spec is None or spec.loader is None:  # pragma: no cover - a .py always has a loader
             self.__exit__(None, None, None)
@@ -248,6 +258,14 @@ class _Imported:
 
     def __exit__(self, *exc: Any) -> None:
         sys.modules.pop(self.name, None)
+        if self.added_root:
+            try:
+                sys.path.remove(str(self.root))
+            except ValueError:
+                pass
+            for name in set(sys.modules) - self.before:  # the file's own package, imported through the root
+                if name == self.package or name.startswith(f"{self.package}."):
+                    sys.modules.pop(name, None)
         if self.added:
             try:
                 sys.path.remove(str(self.folder))
@@ -354,6 +372,9 @@ def load_kernel(path: str | os.PathLike, func_name: str | None = None,
             params = {} if sig is None else {
                 n: p for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
             call = {k: v for k, v in values.items() if k in params}
+            config_param = next((n for n, p in params.items() if _takes_config(p) and n not in call), None)
+            if config_param is not None:  # a kernel built from a GemmConfig (the repository's kernels)
+                call[config_param] = _config(source, values)
             missing = [n for n, p in params.items() if p.default is inspect.Parameter.empty and n not in call]
             if missing:
                 raise TirxError(f"{source}: {func_name}({_sig_text(sig)}) needs "
@@ -374,20 +395,48 @@ def load_kernel(path: str | os.PathLike, func_name: str | None = None,
                             f"returning one ({_listing(prims, funcs)})")
 
     scalars = _int_scalar_params(func)
-    arch: str | None = None
+    config = next((v for v in call.values() if type(v).__name__ == "GemmConfig"), None)
+    arch: str | None = config.arch if config is not None else None
     args: dict[str, int] = {}
     for key, value in values.items():
         if key == "arch":
             arch = _arch(source, value)
-        elif key in call:
-            continue
-        elif key in scalars:
+        elif key in scalars:  # (a delay knob is a config field and a kernel argument: it is both)
             args[key] = _scalar(source, key, value, scalars[key])
+        elif key in call or (config is not None and key in _config_fields()):
+            continue
         else:
             takes = f"{func_name}'s parameters: {_sig_text(sig)}; " if sig is not None else ""
             raise TirxError(f"{source}: --set {key}: not a parameter; {takes}the PrimFunc's integer scalar "
                             f"parameters: {', '.join(scalars) or 'none'}; and arch=b200|h200|gb10")
-    return KernelSource(func=func, args=args, arch=arch, name=func_name, call=call, source=source)
+    shown = {k: ({f: values[f] for f in values if f in _config_fields()} if type(v).__name__ == "GemmConfig" else v)
+             for k, v in call.items()}  # a config shows the --set fields it was built from (JSON-ready)
+    return KernelSource(func=func, args=args, arch=arch, name=func_name, call=shown, source=source)
+
+
+def _takes_config(p: inspect.Parameter) -> bool:
+    """A parameter annotated ``GemmConfig``: the kernel is built from ``--set`` config fields."""
+    ann = p.annotation
+    return ann is not inspect.Parameter.empty and (getattr(ann, "__name__", None) == "GemmConfig"
+                                                   or (isinstance(ann, str) and ann.split(".")[-1] == "GemmConfig"))
+
+
+def _config_fields() -> set[str]:
+    import dataclasses
+
+    from protosim.config import GemmConfig
+
+    return {f.name for f in dataclasses.fields(GemmConfig)}
+
+
+def _config(source: str, values: Mapping[str, Any]) -> Any:
+    """A :class:`~protosim.config.GemmConfig` from the ``--set`` values that name its fields."""
+    from protosim.config import ConfigError, GemmConfig
+
+    try:
+        return GemmConfig.from_dict({k: v for k, v in values.items() if k in _config_fields()})
+    except ConfigError as e:
+        raise TirxError(f"{source}: --set {e.field}: {e.message}") from None
 
 
 def _arch(source: str, value: Any) -> str:

@@ -12,6 +12,7 @@ such, not as a different log.
     python -m tests.eventlog_corpus --write    # record tests/data/eventlog_golden.json
     python -m tests.eventlog_corpus            # compare, print the differences
     python -m tests.eventlog_corpus --rehash   # take new schedule hashes where no log changed
+    python -m tests.eventlog_corpus --add      # record new corpus entries only
 
 The file names the commit it was recorded at; ``tests/test_eventlog_golden.py`` compares
 against it.  Re-record only for a change that is *meant* to alter replays, and say so in
@@ -85,10 +86,33 @@ def _recorded() -> Iterator[tuple[str, Callable[[], Schedule]]]:
         yield f"record:{n:03d}:{case.step}", case.build
 
 
+KERNEL_CASES = (
+    ("v7", {}), ("v7", {"expect_tx_delta": -1024}), ("v7", {"wait_parity_flip": "tma"}),
+    ("v7", {"reset_phase_per_tile": True, "K": 320}), ("ws", {"arch": "h200", "skip_mma_phase_flip": True}),
+)
+"""Schedules only the TIRx frontend makes (the book's step 7 has no builder), and one Hopper
+kernel read by it: the frontend's output is held to its event logs like the builders' are."""
+
+
+def _kernels() -> Iterator[tuple[str, Callable[[], Schedule]]]:
+    from protosim.config import GemmConfig
+
+    for step, knobs in KERNEL_CASES:
+        fields = {"M": 256, "N": 256, "K": 512, "PIPE_DEPTH": 2, "sm_count": 2, **knobs}
+        label = ",".join(f"{k}={v}" for k, v in sorted(knobs.items())) or "correct"
+
+        def build(step=step, fields=fields) -> Schedule:
+            from kernels.tirx.extracted import extract_schedule  # needs apache-tvm (make test installs it)
+
+            return extract_schedule(step, GemmConfig(**fields))
+        yield f"kernel:{step}:{label}", build
+
+
 def corpus() -> Iterator[tuple[str, Callable[[], Schedule]]]:
     yield from _scenarios()
     yield from _triton()
     yield from _recorded()
+    yield from _kernels()
 
 
 def _plain(value):
@@ -151,7 +175,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rehash", action="store_true",
                     help="keep every recorded log digest; take the new schedule hash where the hash alone changed "
                          "(a change to what the hash covers, not to any replay); refuse if any log changed")
+    ap.add_argument("--add", action="store_true",
+                    help="record only the corpus entries the golden file does not have yet (new schedules), "
+                         "keeping every recorded entry as it is")
     args = ap.parse_args(argv)
+    if args.add:
+        golden = json.loads(GOLDEN.read_text())
+        new = [(n, build) for n, build in corpus() if n not in golden["cases"]]
+        for n, build in new:
+            golden["cases"][n] = record_one(build)
+        GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+        print(f"added {len(new)} schedule(s): {', '.join(n for n, _ in new) or '-'}")
+        return 0
     now = compute(progress=True)
     if args.rehash:
         golden = json.loads(GOLDEN.read_text())

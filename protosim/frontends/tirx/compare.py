@@ -47,9 +47,12 @@ def _same_value(a: Any, b: Any, names: Renaming, field: str) -> bool:
         return len(a) == len(b) and all(_same_value(x, y, names, field) for x, y in zip(a, b))
     if field == "barrier":
         return names.barriers.same(a, b)
-    if field == "src" and isinstance(a, str):
-        return (a == b == "") or (bool(a) and bool(b) and names.contents.same(a, b))
     return a == b
+
+
+def _src(op: Op) -> str:
+    """A copy's global source: ``src``, which defaults to the content it writes."""
+    return op.src or op.dst.content  # type: ignore[attr-defined]
 
 
 def op_diff(a: Op, b: Op, names: Renaming) -> str | None:
@@ -60,6 +63,11 @@ def op_diff(a: Op, b: Op, names: Renaming) -> str | None:
         if f.name in IGNORED:
             continue
         x, y = getattr(a, f.name), getattr(b, f.name)
+        if f.name == "src" and isinstance(x, str):  # "" means "the content it writes"
+            x, y = _src(a), _src(b)
+            if not names.contents.same(x, y):
+                return f"{a.kind}.src: {x!r} vs {y!r}"
+            continue
         if not _same_value(x, y, names, f.name):
             return f"{a.kind}.{f.name}: {x!r} vs {y!r}"
     return None
@@ -74,6 +82,7 @@ def schedule_diff(a: Schedule, b: Schedule, limit: int = 5) -> list[str]:
         return [f"{len(a.ctas)} CTAs vs {len(b.ctas)}"]
     names = Renaming()
     for ca, cb in zip(a.ctas, b.ctas):
+        names.contents = _Names("content")  # data lives in a CTA's own buffers: one renaming per CTA
         for role, oa, ob in zip(a.roles, ca.roles, cb.roles):
             for i, (x, y) in enumerate(zip(oa, ob)):
                 why = op_diff(x, y, names)

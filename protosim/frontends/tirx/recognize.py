@@ -471,7 +471,7 @@ class Recognizer:
             self.emit("tmem_load", c, node, bytes=src.bytes, src=_touch(src), scope=scope)
         elif not is_async and ds == "shared" and ss == "global":
             self.emit("thread_copy", c, node, bytes=src.bytes, dst=_touch(dst, _tile_name(src)), src=_tile_name(src),
-                      scope=scope)
+                      scope=scope, per_thread=scope == "thread")
         elif not is_async and ds == "shared" and ss == "local":
             self.emit("smem_store", c, node, bytes=dst.bytes, dst=Touch(dst.buf, 0, dst.buf.elems, rows=dst.mins[0]),
                       per_thread=scope == "thread")

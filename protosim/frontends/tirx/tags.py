@@ -78,6 +78,8 @@ completes).  Its waits are left out of the schedule -- they would only add obser
 replay -- and its warps stay, idle, so CTA-wide syncs count them as the hardware does."""
 PER_WARP = {"thread_copy", "smem_store", "global_store", "tmem_load", "local_load", "cp_async"}
 """Ops each executing warp performs on its own share of the data."""
+ASYNC_KINDS = {"tma_load", "tma_store", "mma", "wgmma"}
+"""Ops of the async proxy that address a buffer as a swizzled tile."""
 FOLDED = {"smem_store", "global_store", "local_load", "thread_copy"}
 """Per-thread element stores that run back to back fold into one op per warp (an unrolled
 epilogue writes a row element by element)."""
@@ -153,10 +155,10 @@ def issuer_of(r: Raw, first: int, warps: int, role: str) -> tuple[str, int | Non
     if total == 1 and active[0] == 0:
         return "one", None
     if len(active) == 1 and per_warp[active[0]] == WARP:
+        if r.kind == "sleep" and warps > 1:  # one warp of the role sleeps: the lagging-warp form, warp 0 too
+            return "all", int(active[0])
         if active[0] == 0:
             return "warp0", None
-        if r.kind == "sleep":
-            return "all", int(active[0])
     if warps > 1 and (per_warp == 1).all():
         return "each_warp", None
     if r.kind in PER_WARP and len(active) == warps:
@@ -199,6 +201,9 @@ class Storage:
         self.infos: dict[str, BufferInfo] = {}
         self.tmem_end: dict[str, int] = {}
         self.parts: dict[str, int] = {}
+        self.async_touched: set[str] = set()
+        """Buffers a TMA or an MMA reads or writes: their base needs 1024-byte alignment
+        (128-byte swizzled tiles), as the kernels' pools place them."""
         role_warps = {first: n for _, first, n in roles}
         seen: set[tuple[Any, ...]] = set()
         for raws in ctas:
@@ -221,6 +226,8 @@ class Storage:
                         self.count[name] = r.f["count"]
                 for t in self._touches(r):
                     self.infos[t.buf.name] = t.buf
+                    if r.kind in ASYNC_KINDS:
+                        self.async_touched.add(t.buf.name)
                     if t.elems and r.kind not in PER_WARP:
                         self.stage_elems[t.buf.name] = max(self.stage_elems.get(t.buf.name, 0), t.elems)
                     if t.buf.scope == "tmem" and t.elems:
@@ -261,7 +268,7 @@ class Storage:
                 buffers.append(BufferDecl(name, "tmem", stages, columns=cols, parts=parts))
             else:
                 stages = max(info.elems // size, 1) if size else 1
-                align = 1024 if name in self.stage_elems else 128
+                align = 1024 if name in self.async_touched else 128
                 buffers.append(BufferDecl(name, "smem", stages, size * info.elem_bytes, parts=parts, align=align))
         return barriers, tuple(buffers)
 

@@ -161,16 +161,3 @@ def test_extract_refuses_a_bad_arch_and_bad_arguments():
     with pytest.raises(TirxError, match="neither tcgen05 nor wgmma"):
         extract(kernel)
 
-
-def test_workers_give_the_same_schedule_as_one_process():
-    """Extraction forked over workers (what a large grid gets) and in one process agree to the hash."""
-    from kernels.tirx.extracted import launch_args, primfunc
-    from protosim.ir import content_hash
-
-    cfg = GemmConfig(M=512, N=512, K=256, arch="h200", PIPE_DEPTH=2, sm_count=5)
-    func = primfunc("ws", cfg)
-    one = extract(func, "h200", args=launch_args(cfg), workers=1)
-    two = extract(func, "h200", args=launch_args(cfg), workers=2)
-    assert content_hash(one) == content_hash(two) and len(two.ctas) == 5
-    with pytest.raises(TirxError, match="workers = 0"):
-        extract(func, "h200", workers=0)

@@ -489,8 +489,19 @@ class Program:
             (x,) = e.args
             if type(x).__name__ == "TensorLoad":
                 info = self._buffer(x.source)
+                if all(type(i).__name__ == "IntImm" for i in x.indices):  # &bar[0], &descA[0]: one address
+                    fixed = Addr(info, tuple(int(i.value) for i in x.indices))
+                    return lambda c: fixed
                 idx = self._indices(x.indices)
-                return lambda c: Addr(info, tuple(uniform(f(c), f"address into {info.name}", e, c.mask) for f in idx))
+                what = f"address into {info.name}"
+
+                def address(c: Cta) -> Addr:
+                    vals = []
+                    for f in idx:
+                        v = f(c)
+                        vals.append(v if v.__class__ is int else uniform(v, what, e, c.mask))
+                    return Addr(info, tuple(vals))
+                return address
             if type(x).__name__ == "Var":  # a tensor map (TMA's operand) or a scalar's address
                 ref = VarRef(x.name, hash(x))
                 return lambda c: ref

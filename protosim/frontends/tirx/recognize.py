@@ -169,6 +169,7 @@ class Recognizer:
         self.ops: list[Raw] = []
         self.declared: dict[str, BufferInfo] = {}
         self._where: dict[int, str] = {}
+        self._handlers: dict[str, Any] = {}
         self._desc_args: dict[int, tuple[list[str], str, str, str]] = {}
         self.desc: dict[str, Addr] = {}
         """wgmma descriptor variable -> the shared-memory address it was encoded from."""
@@ -202,11 +203,15 @@ class Recognizer:
         self.ops.append(Raw(kind, c.mask, line, f))
 
     def call(self, op: str, args: list[Any], node: Any, c: Cta, raw: list[Any] | None = None) -> Any:
+        handler = self._handlers.get(op)
+        if handler is not None:
+            return handler(args, node, c, raw)
         if op in NO_EFFECT:
             return None
         short = op.split(".", 2)[-1] if op.startswith(PROTOCOL_PREFIXES) else None
         handler = getattr(self, "_" + short, None) if short else None
         if handler is not None:
+            self._handlers[op] = handler
             return handler(args, node, c, raw)
         if short in ARITHMETIC or (short or "").startswith(("cvt_", "mov_", "setp", "set_", "shfl", "redux", "vote",
                                                              "match_", "ldmatrix", "add_mixed", "mul_mixed")):

@@ -13,7 +13,6 @@ each on whatever machine this is: compare the ratio within a run, not across mac
 from __future__ import annotations
 
 import argparse
-import gc
 import platform
 import resource
 import sys
@@ -22,17 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bench_engine import timed  # noqa: E402 - one way to time a step in every benchmark
 from kernels.tirx.extracted import launch_args, primfunc  # noqa: E402
 from protosim.builders import BUILDERS  # noqa: E402
 from protosim.config import GemmConfig  # noqa: E402
 from protosim.frontends.tirx import extract  # noqa: E402
-
-
-def timed(fn):
-    gc.collect()
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 CASES = [

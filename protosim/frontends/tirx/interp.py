@@ -23,6 +23,7 @@ module only knows how to run a program.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -61,10 +62,7 @@ class BufferInfo:
 
     @property
     def elems(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+        return math.prod(self.shape)
 
     @property
     def elem_bytes(self) -> int:
@@ -116,10 +114,7 @@ class Region:
 
     @property
     def elems(self) -> int:
-        n = 1
-        for e in self.extents:
-            n *= e
-        return n
+        return math.prod(self.extents)
 
     @property
     def bytes(self) -> int:
@@ -334,10 +329,7 @@ class Program:
 
     @property
     def n_ctas(self) -> int:
-        n = 1
-        for g in self.grid:
-            n *= g
-        return n
+        return math.prod(self.grid)
 
     def run_cta(self, index: int, sink: Any) -> None:
         c = Cta(index, len(self._slot), self.threads, sink)

@@ -418,7 +418,7 @@ def _load_tirx(spec: str, overrides: list[tuple[str, Any]] = (), max_ops: int = 
     try:
         src = load_kernel(path, func_name, list(overrides))
         config = {"frontend": "tirx", "source": src.source, "call": dict(src.call), "args": dict(src.args)}
-        schedule = extract(src.func, src.arch, args=src.args, name=src.name, config=config)
+        schedule = extract(src.func, src.arch, args=src.args, name=src.name, config=config, max_ops=max_ops)
     except (TirxError, ScheduleError) as e:
         raise error(e) from None
     n_ops = schedule.op_count()

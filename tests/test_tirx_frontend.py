@@ -161,3 +161,29 @@ def test_extract_refuses_a_bad_arch_and_bad_arguments():
     with pytest.raises(TirxError, match="neither tcgen05 nor wgmma"):
         extract(kernel)
 
+
+
+# Inputs an independent fuzzer (tests/fuzz/test_fuzz_tirx.py) found to crash or hang protosim;
+# each must now be a one-line refusal (or, for a module that prints, a clean run), in seconds.
+FUZZ_FOUND = [
+    ("fuzz_f1_bulk_wait_group_negative", 2, "the group count is -1; PTX takes it unsigned"),
+    ("fuzz_f3_thread_extent_huge", 2, "threads per CTA; a CTA has at most 1024"),
+    ("fuzz_f5b_empty_for_huge", 2, "loop iterations"),
+    ("fuzz_f5d_grid_large", 2, "more than the limit of 2,000,000; pass --max-ops 5000000"),
+    ("fuzz_f6_print_breaks_json", 0, ""),
+]
+
+
+@pytest.mark.parametrize("name, status, message", FUZZ_FOUND)
+def test_fuzz_found_inputs_keep_the_exit_contract(name, status, message, capsys):
+    import json
+
+    from protosim.cli import main
+
+    rc = main(["run", str(FIXTURES / f"{name}.py") + ":kernel", "--set", "arch=h200", "--runs", "2", "--json"])
+    out, err = capsys.readouterr()
+    assert rc == status, err
+    if status == 2:
+        assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
+    else:
+        assert json.loads(out)["ok"] is True and err == ""

@@ -17,12 +17,15 @@ from protosim.frontends.tirx.errors import TirxError
 __all__ = ["TirxError", "extract", "load_kernel"]
 
 
-def extract(func, arch=None, *, args=None, name=None, ctas=None, l2_at_launch="cold", config=None):
+def extract(func, arch=None, *, args=None, name=None, ctas=None, l2_at_launch="cold", config=None, max_ops=None):
     """The schedule of ``func`` (a TIRx ``PrimFunc``) launched on ``arch``; see
     :func:`protosim.frontends.tirx.reader.extract`."""
     from protosim.frontends.tirx.reader import extract as _extract
 
-    return _extract(func, arch, args=args, name=name, ctas=ctas, l2_at_launch=l2_at_launch, config=config)
+    from protosim.frontends.tirx.recognize import MAX_OPS
+
+    return _extract(func, arch, args=args, name=name, ctas=ctas, l2_at_launch=l2_at_launch, config=config,
+                    max_ops=MAX_OPS if max_ops is None else max_ops)
 
 
 def load_kernel(path, func_name, sets=None):

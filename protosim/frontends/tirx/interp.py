@@ -195,7 +195,11 @@ SCOPE_IDS = {
     7: lambda t: t,                 # cta -> thread
     8: lambda t: t % 128,           # warpgroup -> thread
 }
-CLUSTER_SCOPES = (0, 2, 9)  # kernel -> cluster, cluster -> cta, cluster -> cta_pair
+CLUSTER_SCOPES = (0, 2, 9)
+MAX_THREADS = 1024
+"""Threads per CTA on every GPU CUDA supports (Programming Guide, compute capabilities table)."""
+MAX_GRID = 2**31 - 1
+"""CUDA's largest gridDim.x."""  # kernel -> cluster, cluster -> cta, cluster -> cta_pair
 
 
 def _and(a: Any, b: Any) -> Any:
@@ -326,6 +330,12 @@ class Program:
                             "protosim needs the CTA's thread count")
         if self.threads % WARP:
             raise TirxError(f"{self.threads} threads per CTA is not a whole number of warps")
+        if self.threads > MAX_THREADS:
+            raise TirxError(f"{self.threads:,} threads per CTA; a CTA has at most {MAX_THREADS} (CUDA's limit) -- "
+                            "check the extents of T.thread_id / T.warpgroup_id / T.warp_id_in_wg / T.lane_id")
+        if self.n_ctas > MAX_GRID:
+            raise TirxError(f"a grid of {self.n_ctas:,} CTAs; CUDA launches at most {MAX_GRID:,} per dimension "
+                            "and protosim replays far fewer -- check T.cta_id's extents")
 
     @property
     def n_ctas(self) -> int:
@@ -690,6 +700,8 @@ class Program:
             a = uniform(lo(c), "a loop's start", st, c.mask)
             b = uniform(n(c), "a loop's trip count", st, c.mask)
             d = uniform(step(c), "a loop's step", st, c.mask)
+            if b > 0:
+                c.sink.budget.loop(b, st)
             for i in range(a, a + b * d if d != 1 else a + b, d):
                 c.slots[s] = i
                 body(c)
@@ -714,6 +726,7 @@ class Program:
                 if not n:
                     break
                 c.mask, c.full = m, n == m.size
+                c.sink.budget.loop(1, st)
                 body(c)
             else:
                 raise TirxError(f"{where(st)}: a while loop ran 2^20 times without ending")

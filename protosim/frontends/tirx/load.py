@@ -20,12 +20,15 @@ raises while importing or building -- is a :class:`TirxError` of one line naming
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import inspect
+import io
 import itertools
 import os
 import re
 import sys
+import warnings
 import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -215,6 +218,16 @@ def _describe(exc: BaseException) -> str:
     return f"{kind}: {msg}" if msg else kind
 
 
+@contextlib.contextmanager
+def _quiet():
+    """The user's module runs with its prints and warnings kept away from protosim's own output:
+    ``--json`` stays JSON on stdout and a refusal stays one line on stderr."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
 class _Imported:
     """The kernel file imported as a private module, its folder on ``sys.path``; leaving
     takes the module, the folder and the sibling modules imported through it out again."""
@@ -248,7 +261,8 @@ class _Imported:
         module = importlib.util.module_from_spec(spec)
         sys.modules[self.name] = module  # dataclasses, pickling and T.prim_func's source lookup need it
         try:
-            spec.loader.exec_module(module)
+            with _quiet():
+                spec.loader.exec_module(module)
         except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: any error is an input error
             self.__exit__(None, None, None)
             raise TirxError(f"{_where(e, self.path)}: {_describe(e)} -- raised while importing {self.path}; "
@@ -380,7 +394,8 @@ def load_kernel(path: str | os.PathLike, func_name: str | None = None,
                 raise TirxError(f"{source}: {func_name}({_sig_text(sig)}) needs "
                                 + ", ".join(missing) + "; pass " + " ".join(f"--set {n}=VALUE" for n in missing))
             try:
-                func = obj(**call)
+                with _quiet():
+                    func = obj(**call)
             except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's code: any error is an input error
                 shown = ", ".join(f"{k}={_show(v)}" for k, v in call.items())
                 where = _where(e, path)

@@ -13,7 +13,7 @@ from typing import Any
 from protosim.arch import UnknownArch, load_profile
 from protosim.frontends.tirx.errors import TirxError
 from protosim.frontends.tirx.interp import compile_func
-from protosim.frontends.tirx.recognize import Raw, Recognizer, tensor_maps
+from protosim.frontends.tirx.recognize import MAX_OPS, Budget, Raw, Recognizer, tensor_maps
 from protosim.frontends.tirx.tags import Storage, derive_tags, drafts_for_role, find_roles, finish_copy, finish_wgmma
 from protosim.gcpause import gc_paused
 from protosim.ir import L2_AT_LAUNCH, CtaProgram, RoleDecl, Schedule, ScheduleError, validate
@@ -34,12 +34,15 @@ def infer_arch(func: Any) -> str:
 
 @gc_paused()
 def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | None = None, name: str | None = None,
-            ctas: Iterable[int] | None = None, l2_at_launch: str = "cold", config: dict[str, Any] | None = None
-            ) -> Schedule:
+            ctas: Iterable[int] | None = None, l2_at_launch: str = "cold", config: dict[str, Any] | None = None,
+            max_ops: int = MAX_OPS) -> Schedule:
     """Interpret ``func`` for every CTA of its grid (or those in ``ctas``) with the scalar
     parameters ``args`` (a missing one is 0) and return its schedule on ``arch``.
 
-    Raises :class:`TirxError` for a construct outside the supported subset, naming its line."""
+    Raises :class:`TirxError` for a construct outside the supported subset, naming its line,
+    and for a kernel that issues more than ``max_ops`` ops or runs more than
+    :data:`~.recognize.MAX_LOOP_STEPS` loop iterations (checked as it runs: a huge grid or an
+    endless loop is refused in seconds, not after it)."""
     if l2_at_launch not in L2_AT_LAUNCH:
         raise TirxError(f"l2_at_launch = {l2_at_launch!r}; use 'cold' or 'inputs'")
     arch = arch or infer_arch(func)
@@ -53,11 +56,11 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
             raise TirxError(f"argument {key} = {value!r}: the kernel's scalar parameters take integers")
     program = compile_func(func, args)
     maps = tensor_maps(program)
-    indices = list(range(program.n_ctas)) if ctas is None else sorted(set(ctas))
+    indices = list(range(program.n_ctas)) if ctas is None else sorted(set(ctas))  # n_ctas is bounded (interp)
     for i in indices:
         if not 0 <= i < program.n_ctas:
             raise TirxError(f"CTA {i}: the grid has {program.n_ctas} CTAs (0..{program.n_ctas - 1})")
-    raws, aliases = _interpret(program, maps, indices)
+    raws, aliases = _interpret(program, maps, indices, Budget(max_ops))
     roles = find_roles(raws, program.threads)
     storage = Storage(raws, roles, aliases)
     programs = _finish(indices, raws, roles, storage, profile.clock_ghz)
@@ -79,14 +82,19 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
     return schedule
 
 
-def _interpret(program: Any, maps: dict, indices: list[int]) -> tuple[list[list[Raw]], dict[str, str]]:
-    """Run each CTA of ``indices``: its raw ops, and the barrier names call sites gave."""
+def _interpret(program: Any, maps: dict, indices: list[int], budget: Budget) -> tuple[list[list[Raw]], dict[str, str]]:
+    """Run each CTA of ``indices``: its raw ops, and the barrier names call sites gave.
+    After the first CTA, a grid whose CTAs would together pass the op budget is refused."""
     raws = []
     aliases: dict[str, str] = {}
-    for i in indices:
-        rec = Recognizer(maps, aliases)
+    for n, i in enumerate(indices):
+        rec = Recognizer(maps, aliases, budget)
         program.run_cta(i, rec)
         raws.append(rec.ops)
+        if n == 0 and len(rec.ops) * len(indices) > budget.max_ops:
+            raise TirxError(f"about {len(rec.ops) * len(indices):,} ops ({len(rec.ops):,} in CTA {i}, {len(indices):,} "
+                            f"CTAs), more than the limit of {budget.max_ops:,}; pass --max-ops "
+                            f"{len(rec.ops) * len(indices)} to read it, or launch fewer CTAs / a smaller problem")
     return raws, aliases
 
 

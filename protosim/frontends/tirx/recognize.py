@@ -35,6 +35,35 @@ retry loop -- with its ``clock64`` budget, diagnostics and abort poll -- is one 
 timeout branch is never taken (docs/tirx.md, "wait loops")."""
 
 
+MAX_OPS = 2_000_000
+"""Ops an extraction may emit unless told otherwise (the CLI passes its ``--max-ops``)."""
+MAX_LOOP_STEPS = 20_000_000
+"""Loop iterations an extraction may run: a 4096^3 full-chip kernel runs about a million; an
+endless ``while`` (a tile scheduler that never advances) or a loop bound from a wrong
+``--set`` stops here instead of running for hours."""
+
+
+class Budget:
+    """What an extraction may still spend, shared by every CTA: ops emitted and loop steps."""
+
+    __slots__ = ("ops", "steps", "max_ops", "max_steps")
+
+    def __init__(self, max_ops: int = MAX_OPS, max_steps: int = MAX_LOOP_STEPS):
+        self.ops, self.steps, self.max_ops, self.max_steps = max_ops, max_steps, max_ops, max_steps
+
+    def op(self, node: Any) -> None:
+        self.ops -= 1
+        if self.ops < 0:
+            raise TirxError(f"{where(node)}: the kernel issues more than the limit of {self.max_ops:,} ops (a loop that never ends?); pass a "
+                            "larger --max-ops to read it, or launch fewer CTAs / a smaller problem")
+
+    def loop(self, n: int, node: Any) -> None:
+        self.steps -= n
+        if self.steps < 0:
+            raise TirxError(f"{where(node)}: the kernel runs more than {self.max_steps:,} loop iterations; a loop "
+                            "that never ends (a tile scheduler that does not advance?) or a bound from a wrong --set")
+
+
 class Result:
     """A call's result written into its first argument (``T.ptx.mbarrier(ok, bar, p, "try_wait", ...)``)."""
 
@@ -135,6 +164,14 @@ def _strs(args: list[Any]) -> list[str]:
     return [a for a in args if isinstance(a, str)]
 
 
+def _count(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> int:
+    """An integer PTX cannot express negative (a group count, a sleep, columns, bytes)."""
+    n = _int(v, what, node, mask)
+    if n < 0:
+        raise TirxError(f"{where(node)}: {what} is {n}; PTX takes it unsigned -- pass a value >= 0")
+    return n
+
+
 def _int(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> int:
     if isinstance(v, np.ndarray):
         if mask is not None and v.shape == mask.shape:
@@ -162,8 +199,9 @@ def _addr(v: Any, what: str, node: Any) -> Addr:
 class Recognizer:
     """The interpreter's sink for one CTA: collects :class:`Raw` ops in program order."""
 
-    def __init__(self, maps: dict[int, TensorMap], aliases: dict[str, str] | None = None):
+    def __init__(self, maps: dict[int, TensorMap], aliases: dict[str, str] | None = None, budget: Budget | None = None):
         self.maps = maps
+        self.budget = budget or Budget()
         self.aliases = aliases if aliases is not None else {}
         """Unnamed buffer -> the name its call sites use (shared by every CTA's recognizer)."""
         self.ops: list[Raw] = []
@@ -194,6 +232,7 @@ class Recognizer:
             self.aliases[info.name] = info.name
 
     def emit(self, kind: str, c: Cta, node: Any, **f: Any) -> None:
+        self.budget.op(node)
         bar = f.get("bar")
         if bar is not None and bar.__class__ is Addr and bar.buf.anonymous:
             self.alias(bar, node)
@@ -223,22 +262,22 @@ class Recognizer:
     # -- mbarrier ---------------------------------------------------------------------
     def _mbarrier_init(self, args, node, c, raw):
         bar, count = _nums(args)[:2]
-        self.emit("mbar_init", c, node, bar=_addr(bar, "the barrier", node), count=_int(count, "the count", node, c.mask))
+        self.emit("mbar_init", c, node, bar=_addr(bar, "the barrier", node), count=_count(count, "the count", node, c.mask))
 
     def _mbarrier_arrive(self, args, node, c, raw):
         nums = _nums(args)
-        count = _int(nums[1], "the arrival count", node, c.mask) if len(nums) > 1 else 1
+        count = _count(nums[1], "the arrival count", node, c.mask) if len(nums) > 1 else 1
         self.emit("arrive", c, node, bar=_addr(nums[0], "the barrier", node), count=count)
 
     _mbarrier_arrive_nocount = _mbarrier_arrive
 
     def _mbarrier_arrive_expect_tx(self, args, node, c, raw):
         bar, nbytes = _nums(args)[:2]
-        self.emit("arrive_expect_tx", c, node, bar=_addr(bar, "the barrier", node), bytes=_int(nbytes, "the byte count", node, c.mask))
+        self.emit("arrive_expect_tx", c, node, bar=_addr(bar, "the barrier", node), bytes=_count(nbytes, "the byte count", node, c.mask))
 
     def _mbarrier_expect_tx(self, args, node, c, raw):
         bar, nbytes = _nums(args)[:2]
-        self.emit("expect_tx", c, node, bar=_addr(bar, "the barrier", node), bytes=_int(nbytes, "the byte count", node, c.mask))
+        self.emit("expect_tx", c, node, bar=_addr(bar, "the barrier", node), bytes=_count(nbytes, "the byte count", node, c.mask))
 
     def _wait(self, bar: Any, parity: Any, node: Any, c: Cta) -> None:
         self.emit("wait", c, node, bar=_addr(bar, "the barrier", node), parity=_int(parity, "the parity", node, c.mask) & 1)
@@ -290,14 +329,14 @@ class Recognizer:
 
     def _cp_async_bulk_wait_group(self, args, node, c, raw):
         nums = _nums(args)
-        self.emit("bulk_wait", c, node, n=_int(nums[0], "the group count", node, c.mask) if nums else 0,
+        self.emit("bulk_wait", c, node, n=_count(nums[0], "the group count", node, c.mask) if nums else 0,
                   read=any(s.strip(".") == "read" for s in _strs(args)))
 
     # -- Ampere cp.async ------------------------------------------------------------------
     def _cp_async(self, args, node, c, raw, nbytes_at: int = 2):
         nums = _nums(args)
         dst = _addr(nums[0], "the cp.async destination", node)
-        nbytes = _int(nums[nbytes_at], "the cp.async size", node, c.mask) if len(nums) > nbytes_at else 16
+        nbytes = _count(nums[nbytes_at], "the cp.async size", node, c.mask) if len(nums) > nbytes_at else 16
         self.emit("cp_async", c, node, bytes=nbytes, dst=Touch(dst.buf, dst.offset, nbytes // dst.buf.elem_bytes))
 
     _cp_async_ca = _cp_async
@@ -308,7 +347,7 @@ class Recognizer:
 
     def _cp_async_wait_group(self, args, node, c, raw):
         nums = _nums(args)
-        self.emit("cp_async_wait", c, node, n=_int(nums[0], "the group count", node, c.mask) if nums else 0)
+        self.emit("cp_async_wait", c, node, n=_count(nums[0], "the group count", node, c.mask) if nums else 0)
 
     def _cp_async_wait_all(self, args, node, c, raw):
         self.emit("cp_async_wait", c, node, n=0)
@@ -319,14 +358,14 @@ class Recognizer:
 
     def _warpgroup_sync(self, args, node, c, raw):
         nums = _nums(args)
-        self.emit("named_barrier", c, node, barrier_id=_int(nums[0], "the named barrier", node, c.mask) if nums else 0,
+        self.emit("named_barrier", c, node, barrier_id=_count(nums[0], "the named barrier", node, c.mask) if nums else 0,
                   threads=128)
 
     def _bar_sync(self, args, node, c, raw):
         nums = _nums(args)
-        bid = _int(nums[0], "the named barrier", node, c.mask) if nums else 0
+        bid = _count(nums[0], "the named barrier", node, c.mask) if nums else 0
         if len(nums) > 1:
-            self.emit("named_barrier", c, node, barrier_id=bid, threads=_int(nums[1], "the thread count", node, c.mask))
+            self.emit("named_barrier", c, node, barrier_id=bid, threads=_count(nums[1], "the thread count", node, c.mask))
         elif bid == 0:
             self.emit("cta_sync", c, node)
         else:
@@ -358,14 +397,14 @@ class Recognizer:
         self._fence("thread", c, node)
 
     def _nano_sleep(self, args, node, c, raw):
-        self.emit("sleep", c, node, ns=_int(_nums(args)[0], "the sleep time", node, c.mask))
+        self.emit("sleep", c, node, ns=_count(_nums(args)[0], "the sleep time", node, c.mask))
 
     # -- tcgen05 ------------------------------------------------------------------------
     def _tcgen05_alloc(self, args, node, c, raw):
-        self.emit("tmem_alloc", c, node, columns=_int(_nums(args)[-1], "the TMEM columns", node, c.mask))
+        self.emit("tmem_alloc", c, node, columns=_count(_nums(args)[-1], "the TMEM columns", node, c.mask))
 
     def _tcgen05_dealloc(self, args, node, c, raw):
-        self.emit("tmem_dealloc", c, node, columns=_int(_nums(args)[-1], "the TMEM columns", node, c.mask))
+        self.emit("tmem_dealloc", c, node, columns=_count(_nums(args)[-1], "the TMEM columns", node, c.mask))
 
     def _tcgen05_commit(self, args, node, c, raw):
         self.emit("mma_commit", c, node, bar=_addr(_nums(args)[0], "the commit's barrier", node))
@@ -385,7 +424,7 @@ class Recognizer:
 
     def _wgmma_wait_group(self, args, node, c, raw):
         nums = _nums(args)
-        self.emit("wgmma_wait", c, node, n=_int(nums[0], "the group count", node, c.mask) if nums else 0)
+        self.emit("wgmma_wait", c, node, n=_count(nums[0], "the group count", node, c.mask) if nums else 0)
 
     def _wgmma_ss(self, args, node, c, raw, a_from_smem: bool = True):
         site = self._desc_args.get(id(node))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -33,6 +34,10 @@ from hypothesis import seed as hypothesis_seed
 from . import contract
 from .contract import FuzzCase, check, protosim_root
 from .strategies import STRATEGIES
+from .tirx_mutants import tirx_cases
+
+if importlib.util.find_spec("tvm") is not None:  # the TIRx path (tirx_mutants.py) reads kernels with apache-tvm
+    STRATEGIES = {**STRATEGIES, "tirx": tirx_cases}
 
 CATEGORIES = ("exit3", "exception", "traceback", "timeout", "crash", "systemexit", "bad_status", "not_refused",
               "refused_valid", "stderr_shape", "stderr_no_file", "stderr_no_field", "stdout_empty", "json_invalid", "json_ok",

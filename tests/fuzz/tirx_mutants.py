@@ -783,6 +783,13 @@ def preload() -> None:
             pass
 
 
+MAX_OPS = ("--max-ops", "200000")
+"""Every case runs under a 200,000-op cap: the fuzzed kernels are small, and a schedule the user
+allows to be a million ops long (10^6 mbarrier.init, within the default --max-ops) replays for
+tens of seconds -- work asked for, not a hang, but past the harness's 30 s.  Under the cap the
+same input is refused in seconds, which is what the op budget is there to do."""
+
+
 @st.composite
 def tirx_cases(draw) -> FuzzCase:
     preload()
@@ -827,7 +834,7 @@ def tirx_cases(draw) -> FuzzCase:
             j.refuse("tirx.syntax", f"{name} does not compile")
     judge_launch(j, base, func, sets, mutated_source)
 
-    argv = ["run", f"{MAIN}:{func}" if func is not None else MAIN, "--runs", "2"]
+    argv = ["run", f"{MAIN}:{func}" if func is not None else MAIN, "--runs", "2", *MAX_OPS]
     if chance(draw, 25):
         argv.append("--json")
     for k, v in sets:
@@ -857,7 +864,7 @@ def explicit_case(base_name: str, edits: tuple[tuple[str, str], ...] = (), sets:
             text = text.replace(old, new, 1)
         files[rel] = text.encode()
     func, pairs = _split(base.valid_sets[0] if sets is None else sets)
-    argv = ["run", f"{MAIN}:{func or base.func}", "--runs", "2"] + (["--json"] if json_out else [])
+    argv = ["run", f"{MAIN}:{func or base.func}", "--runs", "2", *MAX_OPS] + (["--json"] if json_out else [])
     for k, v in pairs:
         argv += ["--set", f"{k}={v}"]
     note = note or "; ".join(f"{o!r} -> {n!r}" for o, n in edits + wrapper_edits)
@@ -872,7 +879,7 @@ def valid_cases() -> list[FuzzCase]:
     for base in bases().values():
         for sets in base.valid_sets:
             func, pairs = _split(sets)
-            argv = ["run", f"{MAIN}:{func or base.func}", "--runs", "2"]
+            argv = ["run", f"{MAIN}:{func or base.func}", "--runs", "2", *MAX_OPS]
             for k, v in pairs:
                 argv += ["--set", f"{k}={v}"]
             out.append(FuzzCase(path="tirx", argv=argv, files=dict(base.files), expect="valid", problem_files=("fz_",),

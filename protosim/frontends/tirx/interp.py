@@ -715,7 +715,7 @@ class Program:
 
         def while_(c: Cta) -> None:
             saved, full = c.mask, c.full
-            for _ in range(1 << 20):
+            for _ in range((1 << 20) + 1):  # 2^20 iterations allowed; the one past them is refused
                 x = cond(c)
                 if x.__class__ is Opaque:
                     raise TirxError(f"{where(st)}: the loop condition `{st.condition}` depends on {x.what}; "

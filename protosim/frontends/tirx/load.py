@@ -254,6 +254,15 @@ class _Imported:
         self.added_root = self.root is not None and str(self.root) not in sys.path
         if self.added_root:
             sys.path.insert(1, str(self.root))
+        if self.package is not None:  # its real dotted name, so `from ..spec import` resolves
+            dotted = ".".join(self.path.resolve().relative_to(self.root).with_suffix("").parts)
+            if dotted not in sys.modules:
+                self.name = dotted
+                try:
+                    with _quiet():
+                        importlib.import_module(dotted.rpartition(".")[0])
+                except Exception:  # noqa: BLE001 - the parent package's own error shows when the file runs
+                    pass
         spec = importlib.util.spec_from_file_location(self.name, self.path)
         if spec is None or spec.loader is None:  # pragma: no cover - a .py always has a loader
             self.__exit__(None, None, None)

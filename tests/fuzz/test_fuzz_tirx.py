@@ -29,8 +29,6 @@ from .tirx_mutants import explicit_case, tirx_cases, valid_cases
 
 pytest.importorskip("tvm", reason="TIRx kernels are read with apache-tvm, which is not installed")
 
-sizes.CI_EXAMPLES.setdefault("tirx", 150)
-sizes.SLOW_EXAMPLES.setdefault("tirx", 400)
 
 _DONE: dict[str, str | None] = {}
 """Inputs already run in this process -> their failure report (None: kept the contract).

@@ -174,3 +174,14 @@ def test_a_grid_past_the_op_budget_is_refused_from_its_first_cta(capsys):
     err = capsys.readouterr().err
     assert rc == 2 and len(err.splitlines()) == 1
     assert "about 5,000,000 ops (5 in CTA 0, 1,000,000 CTAs), more than the limit of 2,000,000; pass --max-ops 5000000" in err
+
+
+def test_a_kernel_from_tvms_own_tests_is_refused_at_its_thread_binding_loop(capsys):
+    """Input nobody here wrote: apache/tvm's TMA unicast codegen test kernel binds its ids with
+    ``T.thread_binding`` loops, a form the frontend does not read yet -- refused at that line."""
+    from protosim.cli import main
+
+    rc = main(["run", str(FIXTURES / "tvm_tma_unicast.py") + ":main", "--set", "arch=h200"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert "tvm_tma_unicast.py:20: `for ... in T.thread_binding(...)` (blockIdx.x) is not read yet" in err

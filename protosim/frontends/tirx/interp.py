@@ -315,6 +315,9 @@ class Program:
                                     "yet (issue 13); use a kernel without a cluster")
             elif t == "SeqStmt":
                 stack.extend(n.seq)
+            elif t == "For" and getattr(n, "thread_binding", None) is not None:
+                raise TirxError(f"{where(n)}: `for ... in T.thread_binding(...)` ({n.thread_binding.thread_tag}) is not "
+                                "read yet; declare the ids with T.cta_id([...]) / T.thread_id([...]) (docs/tirx.md)")
             for name in ("body", "then_case", "else_case"):
                 c = getattr(n, name, None)
                 if c is not None:

@@ -26,6 +26,32 @@ Bug knobs (all default to the correct protocol):
     v4+: no ``cp.async.bulk.wait_group 0`` after the TMA store, so the staging
     tile can be rewritten while the store still reads it.
 
+Cluster shape (thread-block clusters, docs/semantics.md "Clusters"):
+
+``cluster_m`` / ``cluster_n``
+    CTAs of one cluster along M / along N.  The CTAs of a cluster along M compute
+    output tiles in the same column, so they share the B tile: each loads its slice
+    of it and multicasts the slice to all of them (along N: the A tile).  The 2-CTA
+    tcgen05 kernels (book steps 8-9) are ``cluster_m = 2``.
+
+Cluster bug knobs (the failure modes of cross-CTA protocols):
+
+``multicast_skip_rank``
+    the CTA of this cluster rank never issues its share of the cluster's loads
+    (its multicast slice, or its half of a 2-CTA stage): its peers wait for bytes
+    that never come.  ``-1``: every rank issues.
+``release_unscaled``
+    a barrier that every CTA of the cluster must arrive on (a multicast stage's
+    empty barrier, the 2-CTA accumulator's ld2mma) is initialised with one CTA's
+    arrival count instead of the cluster's: the phase completes when the first CTA
+    has released.
+``expect_tx_local``
+    ``expect_tx`` counts only the bytes this CTA's own loads bring, not what every
+    source of the cluster delivers to the barrier.
+``skip_exit_sync``
+    no cluster barrier before TMEM is freed and the CTA exits, so a CTA may leave
+    while its peer still reads its shared memory or arrives on its barriers.
+
 Delay knobs (``nanosleep``: PTX sleeps within [0, 2t], so they move timing without pinning it;
 docs/crosscheck.md):
 
@@ -87,6 +113,14 @@ class GemmConfig:
     consumer_delay_ns: int = 0
     lag_warp: int = 1
     lag_ns: int = 0
+    # cluster shape
+    cluster_m: int = 1
+    cluster_n: int = 1
+    # cluster bug knobs
+    multicast_skip_rank: int = -1
+    release_unscaled: bool = False
+    expect_tx_local: bool = False
+    skip_exit_sync: bool = False
     # launch condition
     l2_at_launch: Literal["cold", "inputs"] = "cold"
 
@@ -101,6 +135,11 @@ class GemmConfig:
     @property
     def n_tiles(self) -> int:
         return self.N // self.BLK_N
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster (1: no cluster)."""
+        return self.cluster_m * self.cluster_n
 
     @property
     def stage_bytes(self) -> int:
@@ -171,6 +210,15 @@ class GemmConfig:
         for name in ("producer_delay_ns", "consumer_delay_ns", "lag_ns"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, f"{getattr(self, name)} must be >= 0")
+        for name in ("cluster_m", "cluster_n"):
+            if getattr(self, name) not in (1, 2, 4, 8):
+                raise ConfigError(name, f"{getattr(self, name)}: a cluster dimension is 1, 2, 4 or 8")
+        if self.cluster_size > MAX_CLUSTER:
+            raise ConfigError("cluster_m", f"{self.cluster_m}x{self.cluster_n} is {self.cluster_size} CTAs; a portable "
+                                           f"cluster has at most {MAX_CLUSTER}")
+        if not -1 <= self.multicast_skip_rank < self.cluster_size:
+            raise ConfigError("multicast_skip_rank", f"{self.multicast_skip_rank}: a rank of the {self.cluster_size}-CTA "
+                                                     f"cluster (0..{self.cluster_size - 1}), or -1 for none")
         if self.l2_at_launch not in L2_AT_LAUNCH:
             raise ConfigError("l2_at_launch", f"{self.l2_at_launch!r}; use 'cold' or 'inputs'")
         if self.stage_bytes + self.expect_tx_delta < 0:
@@ -184,7 +232,16 @@ BUG_KNOBS = (
     "expect_tx_delta",
     "wait_parity_flip",
     "skip_store_wait",
+    "multicast_skip_rank",
+    "release_unscaled",
+    "expect_tx_local",
+    "skip_exit_sync",
 )
+CLUSTER_KNOBS = ("cluster_m", "cluster_n")
+"""The cluster's shape (CTAs along M, along N)."""
+MAX_CLUSTER = 8
+"""CUDA's portable cluster-size limit (CUDA C++ Programming Guide, "Thread Block Clusters":
+8 CTAs is portable; more needs cudaFuncAttributeNonPortableClusterSizeAllowed)."""
 DELAY_KNOBS = ("producer_delay_ns", "consumer_delay_ns", "lag_warp", "lag_ns")
 LAUNCH_KNOBS = ("l2_at_launch",)
 """Conditions of a launch, not of the binary: kernels take them from the job."""

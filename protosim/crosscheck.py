@@ -411,7 +411,9 @@ def job_for(case: Case, pred: Prediction | None, launches: int = 3) -> dict[str,
     delays = {k: cfg.pop(k) for k in DELAY_KNOBS}
     l2 = cfg.pop("l2_at_launch")
     binary = {k: v for k, v in GemmConfig.from_dict(cfg).to_dict().items() if k not in LAUNCH_KNOBS}
-    return {"spec": {"step": case.step, "config": binary, "trace": False}, "delays": delays, "l2_at_launch": l2,
+    # a ws config on a cluster of more than one CTA runs as the kernels' ws_cluster step (kernels/tirx/hopper_cluster.py)
+    step = "ws_cluster" if case.step == "ws" and case.config.cluster_size > 1 else case.step
+    return {"spec": {"step": step, "config": binary, "trace": False}, "delays": delays, "l2_at_launch": l2,
             "launches": launches, "kind": "outcome", "may_fault": bool(pred and "fault" in pred.kinds)}
 
 

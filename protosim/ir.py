@@ -100,6 +100,12 @@ class Access:
     content: str = ""
     part: int | None = None
     """``None``: the whole stage; ``WARP_PART``: the executing warp's part."""
+    cta: int | None = None
+    """Cluster rank of the CTA whose buffer this is (``mapa`` / ``shared::cluster``: a DSMEM
+    access, a 2-CTA MMA's peer operand); ``None``: the executing CTA's own."""
+    columns: tuple[int, int] | None = None
+    """TMEM only: the column range ``[lo, hi)`` of the stage it covers (``None``: all of it),
+    so two accesses conflict only where their ranges overlap."""
 
 
 # --------------------------------------------------------------------------- ops
@@ -148,6 +154,9 @@ class Arrive(Op):
     barrier: str
     use: int
     count: int = 1
+    cta: int | None = None
+    """Cluster rank of the CTA whose barrier it is (``mbarrier.arrive.shared::cluster`` on a
+    ``mapa``-ed address); ``None``: the executing CTA's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,6 +168,8 @@ class ExpectTx(Op):
     barrier: str
     use: int
     bytes: int
+    cta: int | None = None
+    """Cluster rank of the barrier's CTA, as for :class:`Arrive`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -170,6 +181,8 @@ class ArriveExpectTx(Op):
     barrier: str
     use: int
     bytes: int
+    cta: int | None = None
+    """Cluster rank of the barrier's CTA, as for :class:`Arrive`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -198,9 +211,18 @@ class TmaLoad(Op):
     dst: Access
     src: str = ""
     """Global tile id (``"A[m=0,k=3]"``); the L2 model keys on it.  Defaults to dst.content."""
+    multicast: tuple[int, ...] = ()
+    """``.multicast::cluster``: the cluster ranks whose shared memory receives the bytes, each
+    at ``dst``'s CTA-relative offset, and whose ``barrier`` (same offset) gets the
+    complete_tx.  Empty: only ``dst``'s CTA."""
+    barrier_cta: int | None = None
+    """``.cta_group::2``: the rank whose ``barrier`` receives the complete_tx (the pair's
+    leader), while the bytes land in ``dst``'s CTA.  ``None``: the destination's own."""
 
     def accesses(self) -> tuple[Access, ...]:
-        return (self.dst,)
+        if not self.multicast:
+            return (self.dst,)
+        return tuple(dataclasses.replace(self.dst, cta=r) for r in self.multicast)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -359,9 +381,30 @@ class Mma(Op):
     reads: tuple[Access, ...] = ()
     writes: tuple[Access, ...] = ()
     accumulate: bool = False
+    cta_group: int = 1
+    """``.cta_group::2``: one thread of the pair's even CTA issues an MMA of ``m`` rows split
+    across both CTAs; its ``reads`` / ``writes`` name each CTA's operands and TMEM
+    (``Access.cta``), and both SMs' tensor cores do the work."""
 
     def accesses(self) -> tuple[Access, ...]:
         return self.reads + self.writes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TmemCopy(Op):
+    """``tcgen05.cp``: shared memory -> TMEM, issued like an MMA (in order with the thread's
+    MMAs, tracked by its ``tcgen05.commit``)."""
+
+    kind: ClassVar[str] = "tmem_copy"
+    unit: ClassVar[str] = "tensor_core"
+    needs: ClassVar[str | None] = "tcgen05"
+    bytes: int
+    src: Access
+    dst: Access
+    cta_group: int = 1
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.src, self.dst)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -374,6 +417,9 @@ class MmaCommit(Op):
     needs: ClassVar[str | None] = "tcgen05"
     barrier: str
     use: int
+    multicast: tuple[int, ...] = ()
+    """``.multicast::cluster`` with a ``cta_mask``: the ranks whose ``barrier`` (same offset)
+    each get the arrival.  Empty: the executing CTA's own."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -439,6 +485,31 @@ class WaitLd(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TmemStore(Op):
+    """``tcgen05.st``: registers -> TMEM for the executing warp's lanes (async until
+    ``tcgen05.wait::st``)."""
+
+    kind: ClassVar[str] = "tmem_store"
+    unit: ClassVar[str] = "tmem"
+    needs: ClassVar[str | None] = "tcgen05"
+    per_warp: ClassVar[bool] = True
+    bytes: int
+    dst: Access
+
+    def accesses(self) -> tuple[Access, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WaitSt(Op):
+    """``tcgen05.wait::st``: block until this warp's TMEM stores are done."""
+
+    kind: ClassVar[str] = "wait_st"
+    unit: ClassVar[str] = "tmem"
+    needs: ClassVar[str | None] = "tcgen05"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TmemAlloc(Op):
     """``tcgen05.alloc``: blocks while the SM lacks ``columns`` free TMEM columns."""
 
@@ -446,6 +517,8 @@ class TmemAlloc(Op):
     unit: ClassVar[str] = "tmem"
     needs: ClassVar[str | None] = "tcgen05"
     columns: int
+    cta_group: int = 1
+    """2: the pair's allocation (``.cta_group::2``): each CTA's warp allocates ``columns`` of its own SM."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -456,6 +529,7 @@ class TmemDealloc(Op):
     unit: ClassVar[str] = "tmem"
     needs: ClassVar[str | None] = "tcgen05"
     columns: int
+    cta_group: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -488,6 +562,28 @@ class WarpSync(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterArrive(Op):
+    """``barrier.cluster.arrive{.release|.relaxed}.aligned``: every thread of the executing
+    warps arrives on the cluster's hardware barrier.  ``relaxed``: no release -- what the
+    thread wrote before is not made visible to the waiters."""
+
+    kind: ClassVar[str] = "cluster_arrive"
+    unit: ClassVar[str] = "sync"
+    needs: ClassVar[str | None] = "cluster"
+    relaxed: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterWait(Op):
+    """``barrier.cluster.wait{.acquire}.aligned``: block until every thread of every CTA in
+    the cluster has made the arrival matching this thread's last one."""
+
+    kind: ClassVar[str] = "cluster_wait"
+    unit: ClassVar[str] = "sync"
+    needs: ClassVar[str | None] = "cluster"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Fence(Op):
     """A fence (``fence.proxy.async``, ``fence.mbarrier_init``, ...): costs time only."""
 
@@ -514,6 +610,7 @@ OP_TYPES: dict[str, type[Op]] = {
         BulkWait, ThreadCopy, SmemStore, GlobalStore, Mma, MmaCommit, Wgmma, WgmmaCommit,
         WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
         Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync, WarpSync,
+        TmemCopy, TmemStore, WaitSt, ClusterArrive, ClusterWait,
     )
 }
 
@@ -546,6 +643,10 @@ class Schedule:
     config: dict[str, Any] = field(default_factory=dict, compare=False)
     """The builder config that produced it (informative; not hashed: nothing the engine
     reads comes from here)."""
+    cluster: int = 1
+    """CTAs per thread-block cluster.  CTAs ``c*cluster .. c*cluster + cluster-1`` form
+    cluster ``c`` and a CTA's rank in it is ``index % cluster``: they launch together,
+    and an op may name a peer's barrier or buffer by rank (docs/semantics.md "Clusters")."""
 
     @property
     def threads_per_cta(self) -> int:
@@ -584,6 +685,7 @@ def validate(s: Schedule) -> None:
     for r in s.roles:
         if r.warps < 1:
             raise ScheduleError(f"role {r.name!r}: {r.warps} warps; a role has at least one warp")
+    _validate_cluster(s)
     barriers = {b.name: b for b in s.barriers}
     buffers = {b.name: b for b in s.buffers}
     for b in s.buffers:
@@ -619,6 +721,50 @@ def validate(s: Schedule) -> None:
                         raise ScheduleError(
                             f"{where}: part {acc.part} of {acc.buffer!r}, which has {buf.parts} part(s)"
                         )
+                    if acc.columns is not None:
+                        if buf.space != "tmem":
+                            raise ScheduleError(f"{where}: columns on {acc.buffer!r}, a shared-memory buffer; "
+                                                f"column ranges are for TMEM buffers")
+                        lo, hi = acc.columns
+                        if not 0 <= lo < hi <= buf.columns:
+                            raise ScheduleError(f"{where}: columns [{lo}, {hi}) of {acc.buffer!r}, which has "
+                                                f"{buf.columns} column(s) per stage")
+                _validate_ranks(s, cta.index, where, op)
+
+
+def _validate_cluster(s: Schedule) -> None:
+    """The cluster shape: whole clusters, every rank present once."""
+    k = s.cluster
+    if k < 1:
+        raise ScheduleError(f"schedule {s.name!r}: cluster = {k}; a cluster has at least one CTA")
+    if k == 1:
+        return
+    ranks: dict[int, set[int]] = {}
+    for cta in s.ctas:
+        ranks.setdefault(cta.index // k, set()).add(cta.index % k)
+    for c, got in sorted(ranks.items()):
+        if len(got) != k:
+            missing = sorted(set(range(k)) - got)
+            raise ScheduleError(f"schedule {s.name!r}: cluster {c} (CTAs {c * k}..{c * k + k - 1}) lacks rank(s) "
+                                f"{missing}; a cluster of {k} launches all its CTAs, give each a program")
+
+
+def _validate_ranks(s: Schedule, index: int, where: str, op: Op) -> None:
+    """Every cluster rank an op names exists; a 2-CTA op runs in a pair's even CTA."""
+    k = s.cluster
+    named = [r for r in (getattr(op, "cta", None), getattr(op, "barrier_cta", None)) if r is not None]
+    named += list(getattr(op, "multicast", ()))
+    named += [a.cta for a in op.accesses() if a.cta is not None]
+    for r in named:
+        if not 0 <= r < k:
+            raise ScheduleError(f"{where}: cluster rank {r}, but the cluster has {k} CTA(s) (ranks 0..{k - 1}); "
+                                f"set Schedule.cluster or name a rank in range")
+    group = getattr(op, "cta_group", 1)
+    if group not in (1, 2):
+        raise ScheduleError(f"{where}: cta_group {group}; tcgen05 has cta_group 1 or 2")
+    if group == 2 and (k % 2 or (index % k) % 2) and op.kind in ("mma", "tmem_copy"):
+        raise ScheduleError(f"{where}: a cta_group::2 {op.kind} is issued by the even CTA of a pair; this CTA has "
+                            f"rank {index % k} in a cluster of {k}")
 
 
 # --------------------------------------------------------------------------- JSON
@@ -654,6 +800,10 @@ def _plain(value: Any) -> Any:
             d["content"] = value.content
         if value.part is not None:
             d["part"] = value.part
+        if value.cta is not None:
+            d["cta"] = value.cta
+        if value.columns is not None:
+            d["columns"] = list(value.columns)
         return d
     if value.__class__ is tuple:
         return [_plain(v) for v in value]
@@ -684,9 +834,10 @@ def _check_int(where: str, name: str, value: Any, low: int | None = None) -> Non
 def _access_from_json(v: Any, where: str) -> Access:
     if not isinstance(v, dict):
         raise ScheduleError(f"{where}: an access is an object {{buffer, stage, content, part}}, got {v!r}")
-    unknown = set(v) - {"buffer", "stage", "content", "part"}
+    unknown = set(v) - {"buffer", "stage", "content", "part", "cta", "columns"}
     if unknown:
-        raise ScheduleError(f"{where}: an access has no field(s) {sorted(unknown)}; fields: buffer, stage, content, part")
+        raise ScheduleError(f"{where}: an access has no field(s) {sorted(unknown)}; "
+                            f"fields: buffer, stage, content, part, cta, columns")
     if not isinstance(v.get("buffer"), str):
         raise ScheduleError(f"{where}: access buffer = {v.get('buffer')!r}: must be a buffer name (a string)")
     _check_int(where, "stage", v.get("stage", 0), 0)
@@ -694,6 +845,17 @@ def _access_from_json(v: Any, where: str) -> Access:
         raise ScheduleError(f"{where}: access content = {v.get('content')!r}: must be a string")
     if v.get("part") is not None:
         _check_int(where, "part", v["part"], WARP_PART)
+    if v.get("cta") is not None:
+        _check_int(where, "cta", v["cta"], 0)
+    cols = v.get("columns")
+    if cols is not None:
+        if not isinstance(cols, list) or len(cols) != 2:
+            raise ScheduleError(f"{where}: access columns = {cols!r}: must be [lo, hi] or null")
+        for x in cols:
+            _check_int(where, "columns", x, 0)
+        if cols[0] >= cols[1]:
+            raise ScheduleError(f"{where}: access columns = {cols!r}: lo must be below hi")
+        v = {**v, "columns": tuple(cols)}
     return Access(**v)
 
 
@@ -724,11 +886,21 @@ def _op_from_json(d: dict[str, Any], where: str) -> Op:
                 for x in value:
                     _check_int(where, name, x)
                 d[name] = tuple(value)
+        elif t == "tuple[int, ...]":
+            if not isinstance(value, list):
+                raise ScheduleError(f"{where}: {name} = {value!r}: must be a list of cluster ranks")
+            for x in value:
+                _check_int(where, name, x, 0)
+            d[name] = tuple(value)
         elif t in ("int", "int | None"):
             if value is None and t == "int | None":
                 continue
             low = (1 if name in POSITIVE and not (name == "bytes" and kind in TX_BYTES)
                    else 0 if name in NONNEGATIVE or name == "bytes" else MIN_USE if name == "use" else None)
+            if name in ("cta", "barrier_cta"):
+                low = 0
+            if name == "cta_group":
+                low = 1
             if name == "n" and kind in ("mma", "wgmma", "mma_sync"):
                 low = 1  # an MMA's N, not a wait depth
             _check_int(where, name, value, low)
@@ -792,11 +964,13 @@ def to_json(s: Schedule) -> dict[str, Any]:
     }
     if s.l2_at_launch != "cold":
         d["l2_at_launch"] = s.l2_at_launch
+    if s.cluster != 1:  # left out at 1: the hashes of schedules written before clusters stay
+        d["cluster"] = s.cluster
     return d
 
 
-TOP_LEVEL = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "l2_at_launch", "config",
-             "description", "expect", "explore")
+TOP_LEVEL = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "l2_at_launch", "cluster",
+             "config", "description", "expect", "explore")
 """Keys of a schedule file; ``description``, ``expect`` and ``explore`` come from the
 scenario that built it (``protosim schedule``) and are read by protosim.scenarios."""
 
@@ -850,8 +1024,10 @@ def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
     l2 = d.get("l2_at_launch", d.get("config", {}).get("l2_at_launch", "cold"))
     if l2 not in L2_AT_LAUNCH:
         raise ScheduleError(f"schedule JSON: l2_at_launch = {l2!r}; use 'cold' or 'inputs'")
+    cluster = d.get("cluster", 1)
+    _check_int("schedule JSON", "cluster", cluster, 1)
     sched = Schedule(name=d["name"], arch=d["arch"], barriers=barriers, buffers=buffers, roles=roles,
-                     ctas=tuple(ctas), l2_at_launch=l2, config=d.get("config", {}))
+                     ctas=tuple(ctas), l2_at_launch=l2, config=d.get("config", {}), cluster=cluster)
     validate(sched)
     return sched
 
@@ -859,6 +1035,10 @@ def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
 def validate_for(s: Schedule, profile: Any) -> None:
     """Raise :class:`ScheduleError` for an op or buffer the arch cannot run (``profile``:
     a ``protosim.arch.ArchProfile``; its ``unsupported(op)`` says why, from the op's ``needs``)."""
+    if s.cluster > 1 and s.cluster > profile.max_cluster_size:
+        raise ScheduleError(f"schedule {s.name!r}: clusters of {s.cluster} CTAs; {profile.name} ({profile.target}) "
+                            + (f"allows at most {profile.max_cluster_size}" if profile.max_cluster_size
+                               else "has no thread-block clusters"))
     for b in s.buffers:
         if b.space == "tmem" and not profile.has_tmem:
             raise ScheduleError(f"buffer {b.name!r} is in TMEM; {profile.name} has no tensor memory (tcgen05 only)")

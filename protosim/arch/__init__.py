@@ -86,6 +86,13 @@ class ArchProfile:
     cta_sync_cycles: float
     fence_cycles: float
     op_issue_cycles: float
+    # clusters
+    max_cluster_size: int
+    """CTAs a cluster may have (0: no clusters on this GPU)."""
+    cluster_sync_cycles: float
+    remote_arrive_cycles: float
+    """A remote mbarrier arrive, or a DSMEM load/store, reaches the peer SM this much later."""
+    multicast_extra_cycles: float
     constants: dict[str, Constant] = field(default_factory=dict, compare=False, repr=False)
     """Every field above with its unit and source."""
 
@@ -112,6 +119,8 @@ class ArchProfile:
             return f"{kind} is a tcgen05/TMEM op; {self.name} ({self.target}) has no tcgen05 (it has {self.mma_kind})"
         if need == "wgmma" and self.mma_kind != "wgmma":
             return f"{kind} is a wgmma op; {self.name} ({self.target}) has no wgmma (it has {self.mma_kind})"
+        if need == "cluster" and not self.max_cluster_size:
+            return f"{kind} is a thread-block-cluster op; {self.name} ({self.target}) has no clusters"
         if need == "tma" and not self.tma_available:
             return f"{kind} is a TMA / bulk-copy op; the {self.name} profile has none ({self.constants['tma_available'].source})"
         return None

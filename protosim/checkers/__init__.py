@@ -12,6 +12,7 @@ import traceback
 
 from protosim.checkers import (
     capacity,
+    cluster,
     deadlock,
     early_return,
     hazards,
@@ -38,11 +39,12 @@ CHECKERS = {
     "hazards": hazards.check,
     "races": races.check,
     "unreleased_write": unreleased_write.check,
+    "cluster": cluster.check,
 }
 
 FINDING_KINDS = (
     "capacity", *undefined_behavior.KINDS, "deadlock", "early_return", "lapped_wait", "wrong_parity", "tx_mismatch",
-    "overissue", "raw_hazard", "war_hazard", "raw_race", "war_race", "unreleased_write", "incomplete",
+    "overissue", "raw_hazard", "war_hazard", "raw_race", "war_race", "unreleased_write", *cluster.KINDS, "incomplete",
 )
 
 

@@ -58,6 +58,63 @@ def plain(v: Any) -> Any:
 
 
 
+def storage_key(e: Event) -> tuple[int, str, int]:
+    """(owner CTA, buffer, stage) of an access event: a DSMEM access, a multicast copy or a
+    2-CTA MMA operand names the CTA whose storage it touches (``owner``)."""
+    d = e.data
+    return (d.get("owner", e.cta), d["buffer"], d["stage"])
+
+
+class Cells:
+    """The pieces of a buffer stage accesses are checked on: its parts (what warps write
+    separately) and, for TMEM accessed by column ranges, the spans between every range
+    boundary the replay used -- so two accesses conflict exactly where they overlap.
+
+    A cell is a part number, or ``(part, (lo, hi))`` for a buffer accessed by columns."""
+
+    def __init__(self, schedule, log) -> None:
+        self.parts = {b.name: b.parts for b in schedule.buffers}
+        width = {b.name: b.columns for b in schedule.buffers}
+        cuts: dict[str, set[int]] = {}
+        for e in log.of_kind("access"):
+            c = e.data.get("columns")
+            if c is not None:
+                cuts.setdefault(e.data["buffer"], {0, width[e.data["buffer"]]}).update(c)
+        self.spans = {name: list(zip(sorted(p), sorted(p)[1:])) for name, p in cuts.items()}
+
+    def of(self, e: Event) -> list:
+        d = e.data
+        part = d["part"]
+        parts = range(self.parts[d["buffer"]]) if part is None else (part,)
+        spans = self.spans.get(d["buffer"])
+        if spans is None:
+            return list(parts)
+        c = d.get("columns")
+        chosen = spans if c is None else [s for s in spans if c[0] <= s[0] and s[1] <= c[1]]
+        return [(p, s) for p in parts for s in chosen]
+
+    def all(self, buffer: str) -> list:
+        parts = range(self.parts[buffer])
+        spans = self.spans.get(buffer)
+        return list(parts) if spans is None else [(p, s) for p in parts for s in spans]
+
+    @staticmethod
+    def split(cell) -> tuple[int, tuple[int, int] | None]:
+        """(part, column span or None) of a cell."""
+        return (cell, None) if not isinstance(cell, tuple) else cell
+
+
+def columns_words(span: tuple[int, int] | None) -> str:
+    return f" columns {span[0]}..{span[1] - 1}" if span else ""
+
+
+def where(e: Event) -> str:
+    """``CTA n`` of the storage an access event touched, said from the issuer's side:
+    empty for its own CTA, ``CTA 1's `` for a peer's."""
+    owner = e.data.get("owner", e.cta)
+    return "" if owner == e.cta else f"CTA {owner}'s "
+
+
 def cyc(t: float) -> str:
     return f"{t:,.0f}"
 

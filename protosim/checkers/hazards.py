@@ -24,7 +24,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from protosim.checkers.base import Finding, cyc
+from protosim.checkers.base import Cells, Finding, columns_words, cyc, storage_key, where
 
 RAW, WAR = "raw_hazard", "war_hazard"
 
@@ -38,26 +38,26 @@ class _Write:
 
 
 def check(result) -> list[Finding]:
-    parts_of = {b.name: b.parts for b in result.schedule.buffers}
+    cells = Cells(result.schedule, result.log)
     writes: dict[tuple, list[_Write]] = defaultdict(list)
     reads: dict[tuple, list] = defaultdict(list)
     for e in result.log.of_kind("access"):
-        d = e.data
-        key = (e.cta, d["buffer"], d["stage"])
-        if d["mode"] == "w":
+        key = storage_key(e)
+        if e.data["mode"] == "w":
             writes[key].append(_Write(e))
         else:
             reads[key].append(e)
     findings = []
     for key, rs in reads.items():
-        nparts = parts_of[key[1]]
-        by_part = _index_writes(writes.get(key, []), nparts)
+        buffer = key[1]
+        nparts = cells.parts[buffer]
+        by_cell = _index_writes(writes.get(key, []), cells, buffer)
         for r in rs:
-            part = r.data["part"]
-            for p in range(nparts) if part is None else (part,):
-                hazard = _judge(r, by_part[p])
+            for cell in cells.of(r):
+                hazard = _judge(r, by_cell[cell])
                 if hazard is not None:
-                    findings.append(_finding(r, p if nparts > 1 else None, *hazard))
+                    part, span = cells.split(cell)
+                    findings.append(_finding(r, part if nparts > 1 else None, span, *hazard))
                     break
     return findings
 
@@ -74,12 +74,14 @@ class _PartWrites:
         self.max_span = max((w.t1 - w.issued for w in ws), default=0.0)
 
 
-def _index_writes(ws: list[_Write], nparts: int) -> list[_PartWrites]:
+def _index_writes(ws: list[_Write], cells: Cells, buffer: str) -> dict:
+    """Per cell of the stage, the writes covering it, in issue order."""
     ws = sorted(ws, key=lambda w: w.seq)
-    out = []
-    for p in range(nparts):
-        out.append(_PartWrites([w for w in ws if w.event.data["part"] is None or w.event.data["part"] == p]))
-    return out
+    covering: dict = {cell: [] for cell in cells.all(buffer)}
+    for w in ws:
+        for cell in cells.of(w.event):
+            covering[cell].append(w)
+    return {cell: _PartWrites(cws) for cell, cws in covering.items()}
 
 
 def _judge(r, pw: _PartWrites):
@@ -113,9 +115,9 @@ def _judge(r, pw: _PartWrites):
     return None
 
 
-def _finding(r, part, kind: str, w: _Write | None, why: str) -> Finding:
+def _finding(r, part, span, kind: str, w: _Write | None, why: str) -> Finding:
     d = r.data
-    where = f"{d['buffer']}[{d['stage']}]" + (f" part {part}" if part is not None else "")
+    place = f"{where(r)}{d['buffer']}[{d['stage']}]" + (f" part {part}" if part is not None else "") + columns_words(span)
     tile = d["tile"]
     ev = {
         "buffer": d["buffer"],
@@ -125,12 +127,18 @@ def _finding(r, part, kind: str, w: _Write | None, why: str) -> Finding:
         "read": [d["t0"], d["t1"]],
         "tile": tile,
     }
+    if span:
+        ev["columns"] = list(span)
+    if "owner" in d:
+        ev["owner"] = d["owner"]
     if w is not None:
         ev["writer"] = {"who": w.event.who, "op": w.event.op, "content": w.content, "t0": w.t0, "t1": w.t1,
                         "cta": w.event.cta}
+        if w.event.cta != r.cta:
+            why = f"{why} (written by CTA {w.event.cta} {w.event.who} op #{w.event.op})"
     return Finding(
         kind, r.cta, r.who, r.op, d["t0"],
-        f"CTA {r.cta}: {r.who} op #{r.op} read {where} over cycles {cyc(d['t0'])}..{cyc(d['t1'])} expecting "
+        f"CTA {r.cta}: {r.who} op #{r.op} read {place} over cycles {cyc(d['t0'])}..{cyc(d['t1'])} expecting "
         f"{d['content']}, but {why}" + (f"; output tile {tile} is wrong" if tile is not None else ""),
         ev,
         tiles=(tuple(tile),) if tile is not None else (),

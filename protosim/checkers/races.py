@@ -27,7 +27,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from protosim.checkers.base import Finding, cyc
+from protosim.checkers.base import Cells, Finding, columns_words, cyc, storage_key, where
 from protosim.engine.order import ordered_after
 
 RAW, WAR = "raw_race", "war_race"
@@ -52,7 +52,7 @@ class Knowledge:
                     for seq in d["seqs"]:
                         self.observed[seq].append(pair)
                 for thread, upto in d.get("upto", ()):
-                    raw[(e.cta, thread)][d["warp"]].append((upto, d["at"]))
+                    raw[thread_key(e.cta, thread)][d["warp"]].append((upto, d["at"]))
         self.prefixes: dict[tuple[int, str], list[tuple[int, list[int], list[int]]]] = {}
         for key, per_warp in raw.items():
             rows = []
@@ -82,28 +82,31 @@ class Knowledge:
         if thread is None:
             return False
         seq = d["seq"]
-        for g, ups, sufmin in self.prefixes.get((e.cta, thread), ()):
+        for g, ups, sufmin in self.prefixes.get(thread_key(e.cta, thread), ()):
             j = bisect_left(ups, seq)
             if j < len(ups) and clock[g] >= sufmin[j]:
                 return True
         return False
 
 
+def thread_key(cta: int, thread: str):
+    """An MMA-issuing thread across the log: ``role.wN`` with the CTA of the event naming it,
+    or already qualified (``role.wN@cta``) in a cluster, where a commit crosses CTAs."""
+    return thread if "@" in thread else (cta, thread)
+
+
 def check(result) -> list[Finding]:
     log = result.log
     knowledge = Knowledge.of(log)
-    parts_of = {b.name: b.parts for b in result.schedule.buffers}
+    cells = Cells(result.schedule, log)
     streams: dict[tuple, list] = defaultdict(list)
     for e in log.of_kind("access"):  # already in issue (seq) order
-        d = e.data
-        part = d["part"]
-        if part is None:
-            for p in range(parts_of[d["buffer"]]):
-                streams[(e.cta, d["buffer"], d["stage"], p)].append(e)
-        else:
-            streams[(e.cta, d["buffer"], d["stage"], part)].append(e)
+        key = storage_key(e)
+        for cell in cells.of(e):
+            streams[(*key, cell)].append(e)
     findings: dict[tuple, Finding] = {}
-    for (_cta, buffer, stage, part), events in streams.items():
+    for (_cta, buffer, stage, cell), events in streams.items():
+        part = cells.split(cell)
         last_write_of: dict[str, object] = {}
         reads_since_write: list = []
         for e in events:
@@ -134,12 +137,20 @@ def _add(findings, kind, e, other, buffer, stage, part, why) -> None:
     if key in findings:
         return
     d = e.data
+    part, span = part
     what = "read" if kind == RAW else "wrote"
-    where = f"{buffer}[{stage}]" + (f" part {part}" if part is not None else "")
+    place = f"{where(e)}{buffer}[{stage}] part {part}{columns_words(span)}"
+    ev = {"buffer": buffer, "stage": stage, "part": part, "content": d["content"], "tile": d["tile"],
+          **({"columns": list(span)} if span else {}),
+          "other": {"who": other.who, "op": other.op, "content": other.data["content"], "issued": other.t,
+                    "mode": other.data["mode"]}}
+    if other.cta != e.cta or "owner" in d:
+        # Across a cluster: name both CTAs and whose storage it is.
+        ev["owner"] = d.get("owner", e.cta)
+        ev["other"]["cta"] = other.cta
+        why = why.replace(f"by {other.who} ", f"by CTA {other.cta} {other.who} ")
     findings[key] = Finding(
         kind, e.cta, e.who, e.op, e.t,
-        f"CTA {e.cta}: {e.who} op #{e.op} {what} {where} ({d['content']}) at cycle {cyc(e.t)} unordered: {why}",
-        {"buffer": buffer, "stage": stage, "part": part, "content": d["content"], "tile": d["tile"],
-         "other": {"who": other.who, "op": other.op, "content": other.data["content"], "issued": other.t,
-                   "mode": other.data["mode"]}},
+        f"CTA {e.cta}: {e.who} op #{e.op} {what} {place} ({d['content']}) at cycle {cyc(e.t)} unordered: {why}",
+        ev,
     )

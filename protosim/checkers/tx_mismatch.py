@@ -1,7 +1,8 @@
 """``tx_mismatch``: the bytes a phase expects differ from the bytes sent to it.
 
 Two checks on the logical tags: (1) per barrier phase (``use``), the bytes of
-``expect_tx`` against the bytes of the TMA loads issued for that phase -- too
+``expect_tx`` against the bytes of the TMA loads issued for that phase (in a cluster, by
+every CTA whose loads complete on it: a multicast counts once in each destination) -- too
 many expected hangs the barrier, too few completes it before the data is in;
 (2) a byte completion that lands while the barrier is in a *different* phase
 than the one it was issued for -- bytes spilling into the next phase, which
@@ -28,9 +29,11 @@ def check(result) -> list[Finding]:
     for e in log.of_kind("issue"):
         d = e.data
         if d["what"] == "tma_load":
-            key = (e.cta, d["barrier"], d["use"])
-            issued[key] = issued.get(key, 0) + d["bytes"]
-            first.setdefault(key, e)
+            # A multicast (or a cta_group::2 load) sends its bytes to other CTAs' barriers: ``to``.
+            for cta in d.get("to", (e.cta,)):
+                key = (cta, d["barrier"], d["use"])
+                issued[key] = issued.get(key, 0) + d["bytes"]
+                first.setdefault(key, e)
     # A trap cuts the run short: the phases in flight on the trapping barrier never got
     # all their producers, so their byte counts prove nothing.
     trap = result.trap

@@ -1,6 +1,7 @@
 """Undefined behaviour the replay trapped on: ``arrival_underflow`` (an arrive with
 no arrival pending), ``tx_out_of_range``, ``use_before_init``,
-``reinit_without_inval``, ``count_out_of_range``, and the launch-time traps
+``reinit_without_inval``, ``count_out_of_range``, ``cluster_rearrive`` (a second
+``barrier.cluster.arrive`` before the wait), and the launch-time traps
 ``launch_failure`` / ``unsupported``.  On the H200 these kill the kernel with
 "unspecified launch failure" (shared/docs/DEVICE.md), so they are faults.
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 from protosim.checkers.base import Finding, cyc
 
 KINDS = ("arrival_underflow", "tx_out_of_range", "use_before_init", "reinit_without_inval",
-         "count_out_of_range", "launch_failure", "unsupported")
+         "count_out_of_range", "launch_failure", "unsupported", "cluster_rearrive")
 
 
 def check(result) -> list[Finding]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from protosim.checkers.base import Finding, cyc
+from protosim.checkers.base import Finding, cyc, storage_key
 from protosim.checkers.races import Knowledge
 from protosim.engine.order import ordered_after
 
@@ -49,7 +49,7 @@ def check(result) -> list[Finding]:
         d = e.data
         if d["mode"] == "w" and d.get("lanes", 1) > 1 and space.get(d["buffer"]) == "smem":
             lane_writes.add(d["seq"])
-            slots.add((e.cta, d["buffer"], d["stage"]))
+            slots.add(storage_key(e))
     if not lane_writes:
         return []
     for e in log.of_kind("wait"):  # an all-lane arrive's phase carries its lanes' stores
@@ -70,10 +70,11 @@ def check(result) -> list[Finding]:
     streams: dict[tuple, list] = defaultdict(list)
     for e in log.of_kind("access"):
         d = e.data
-        if (e.cta, d["buffer"], d["stage"]) not in slots:
+        key = storage_key(e)
+        if key not in slots:
             continue
         for p in (range(parts_of[d["buffer"]]) if d["part"] is None else (d["part"],)):
-            streams[(e.cta, d["buffer"], d["stage"], p)].append(e)
+            streams[(*key, p)].append(e)
     findings: dict[tuple, Finding] = {}
     for (cta, buffer, stage, part), events in streams.items():
         last_write_of: dict[str, object] = {}
@@ -87,7 +88,7 @@ def check(result) -> list[Finding]:
                 continue
             if e.who == w.who and d.get("lanes", 1) > 1:
                 continue  # the same lanes read back what they stored
-            key = (cta, e.who, e.op)
+            key = (e.cta, e.who, e.op)
             if key in findings:
                 continue
             clock = d["clock"]
@@ -96,7 +97,7 @@ def check(result) -> list[Finding]:
             if ordered_after(lane_known.get(w.data["seq"]), clock):
                 continue
             findings[key] = _finding(e, w, buffer, stage, part if parts_of[buffer] > 1 else None,
-                                     _relied_on(carried_by.get(w.data["seq"], []), waited[(cta, e.who)], e))
+                                     _relied_on(carried_by.get(w.data["seq"], []), waited[(e.cta, e.who)], e))
     return sorted(findings.values(), key=lambda f: f.cycle)
 
 

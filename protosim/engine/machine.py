@@ -40,7 +40,7 @@ from protosim.engine.perturb import Perturbation, Perturber
 from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats
 from protosim.engine.state import CtaState, WarpState
-from protosim.engine.units import UNITS, MBarrierUnit, Unit
+from protosim.engine.units import UNITS, MBarrierUnit, SyncUnit, Unit
 from protosim.gcpause import gc_paused
 from protosim.ir import Access, CtaProgram, Op, Schedule
 from protosim.ptx.mbarrier import MBarrierState
@@ -67,6 +67,9 @@ class Machine:
         self.units: list[Unit] = [unit(self) for unit in UNITS]
         self.mbarrier: MBarrierUnit = next(u for u in self.units if isinstance(u, MBarrierUnit))
         """The unit every arrival goes through, whichever unit makes it (TMA's complete_tx, tcgen05.commit)."""
+        self.sync: SyncUnit | None = (next(u for u in self.units if isinstance(u, SyncUnit))
+                                      if schedule.cluster > 1 else None)
+        """Told when a warp exits, in a cluster (an exited thread counts as arrived at barrier.cluster)."""
         self._local: dict[type[Op], Any] = {}
         self._specs: dict[type[Op], Any] = {}
         for u in self.units:
@@ -101,35 +104,53 @@ class Machine:
         # to the machine: drop them so reference counting frees the run without a full
         # collection (which, after a large replay, costs seconds).
         self._specs = self._local = None
-        self.units = self.mbarrier = None
+        self.units = self.mbarrier = self.sync = None
         self.env = self.warps = self.ctas = None
         return result
 
     def _launcher(self, slots: simpy.Store) -> Iterator[simpy.Event]:
-        for prog in self.schedule.ctas:
-            sm = yield slots.get()
-            if self.trap:
-                return
-            self.env.process(self._cta(prog, self.sms[sm], slots))
+        """Place CTAs as SM slots free up; the CTAs of a cluster are placed together (the
+        hardware co-schedules a cluster: all its CTAs start, or none)."""
+        for members in clusters(self.schedule):
+            sms = []
+            for _ in members:
+                sms.append((yield slots.get()))
+                if self.trap:
+                    return
+            ctas = [CtaState(prog, self.sms[sm], self.schedule) for prog, sm in zip(members, sms, strict=True)]
+            for cta in ctas:
+                if len(ctas) > 1:
+                    cta.peers = ctas
+                self.ctas.append(cta)
+                for u in self.units:
+                    u.cta_started(cta)
+            for cta, prog in zip(ctas, members, strict=True):
+                self.env.process(self._cta(cta, prog, slots))
 
-    def _cta(self, prog: CtaProgram, sm: SmUnits, slots: simpy.Store) -> Iterator[simpy.Event]:
-        cta = CtaState(prog, sm, self.schedule)
-        self.ctas.append(cta)
-        for u in self.units:
-            u.cta_started(cta)
+    def _cta(self, cta: CtaState, prog: CtaProgram, slots: simpy.Store) -> Iterator[simpy.Event]:
         procs = []
-        g = 0
+        warps = []
+        g = cta.base
         for r, (role, ops) in enumerate(zip(self.schedule.roles, prog.roles, strict=True)):
             for w in range(role.warps):
                 warp = WarpState(cta, r, role.name, w, role.warps, g)
                 g += 1
                 self.warps.append(warp)
+                warps.append(warp)
                 procs.append(self.env.process(self._warp(warp, ops)))
         yield simpy.AllOf(self.env, procs)
+        cta.exited = self.env.now
+        if len(cta.peers) > 1:
+            # A cluster CTA's storage is reachable from its peers: its exit is an event the
+            # lifetime checker orders their accesses against (what its warps knew by then).
+            clock = [0] * cta.width
+            for w in warps:
+                clock = list(map(max, clock, w.clock))
+            self.log.emit(self.env.now, "cta_exit", cta.index, "cta", -1, rank=cta.rank, clock=tuple(clock))
         for u in self.units:
             u.cta_finished(cta)
         self.finished += 1
-        slots.put(sm.index)
+        slots.put(cta.sm.index)
 
     def _warp(self, w: WarpState, ops: tuple[Op, ...]) -> Iterator[simpy.Event]:
         """Run one warp's program: the interpreter loop (kept flat: it is the hot path).
@@ -168,6 +189,8 @@ class Machine:
             yield env.timeout(w.debt)
             w.debt = 0.0
         w.done = True
+        if self.sync is not None:
+            self.sync.warp_exited(w)
 
     # -- services for the units ------------------------------------------------
     def block(self, w: WarpState, i: int, op: Op, on: str, target: str, detail: str = "",
@@ -192,7 +215,12 @@ class Machine:
         ``lanes`` how many of its lanes executed the op, ``mma`` the issuing thread of an MMA."""
         part = resolve.part(w, acc)
         self._seq += 1
-        if mma is None:
+        if acc.cta is not None or acc.columns is not None:
+            # A cluster peer's buffer (``owner``: whose storage it is) or a TMEM column range.
+            self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
+                          mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock,
+                          lanes=lanes, mma=mma, owner=resolve.owner(w, acc).index, columns=acc.columns)
+        elif mma is None:
             self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
                           mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock,
                           lanes=lanes)
@@ -260,6 +288,17 @@ class Machine:
             ctas_launched=len(self.ctas),
             ctas_finished=self.finished,
         )
+
+
+def clusters(s: Schedule) -> list[list[CtaProgram]]:
+    """The schedule's CTAs grouped into clusters (by ``index // cluster``), each by rank,
+    in the order the clusters first appear."""
+    if s.cluster == 1:
+        return [[prog] for prog in s.ctas]
+    groups: dict[int, list[CtaProgram]] = {}
+    for prog in s.ctas:
+        groups.setdefault(prog.index // s.cluster, []).append(prog)
+    return [sorted(g, key=lambda p: p.index % s.cluster) for g in groups.values()]
 
 
 def smem_bytes(s: Schedule) -> int:

@@ -2,10 +2,9 @@
 
 An op names a barrier (``op.barrier``) and buffers (:class:`~protosim.ir.Access`) by
 their declared names; which CTA's storage that is, and which part of a buffer a warp's
-access covers, is decided here and nowhere else.  Every unit asks these functions, so
-an address in another CTA of a cluster (``mapa`` / ``shared::cluster``: a rank and a
-name) is one more field on the op and one more branch in :func:`barrier` -- not an
-edit of every handler.
+access covers, is decided here and nowhere else.  An address in another CTA of the
+cluster (``mapa`` / ``shared::cluster``) is a rank on the op or the access: ``cta`` on an
+arrive, ``Access.cta`` on a buffer access, the ranks of a multicast.
 """
 
 from __future__ import annotations
@@ -13,13 +12,23 @@ from __future__ import annotations
 from protosim.engine.state import BarrierCell, CtaState, WarpState
 from protosim.ir import WARP_PART, Access
 
-Slot = tuple[str, int, int | None]
-"""(buffer, stage, part): the bytes one access covers."""
+Slot = tuple[str, int, int | None, int | None]
+"""(buffer, stage, part, rank): the bytes one access covers (rank ``None``: the CTA's own)."""
 
 
-def barrier(cta: CtaState, name: str) -> BarrierCell:
-    """The mbarrier ``name`` as seen by CTA ``cta`` (today always its own)."""
-    return cta.barriers[name]
+def peer(cta: CtaState, rank: int | None) -> CtaState:
+    """The CTA of cluster rank ``rank`` in ``cta``'s cluster (``None``: ``cta`` itself)."""
+    return cta if rank is None else cta.peers[rank]
+
+
+def barrier(cta: CtaState, name: str, rank: int | None = None) -> BarrierCell:
+    """The mbarrier ``name`` of the CTA of cluster rank ``rank`` (``None``: ``cta``'s own)."""
+    return peer(cta, rank).barriers[name]
+
+
+def owner(w: WarpState, acc: Access) -> CtaState:
+    """The CTA whose buffer ``acc`` touches when warp ``w`` executes it."""
+    return w.cta if acc.cta is None else w.cta.peers[acc.cta]
 
 
 def part(w: WarpState, acc: Access) -> int | None:
@@ -28,4 +37,4 @@ def part(w: WarpState, acc: Access) -> int | None:
 
 
 def slot(w: WarpState, acc: Access) -> Slot:
-    return (acc.buffer, acc.stage, w.warp if acc.part == WARP_PART else acc.part)
+    return (acc.buffer, acc.stage, w.warp if acc.part == WARP_PART else acc.part, acc.cta)

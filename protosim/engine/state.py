@@ -75,15 +75,25 @@ class BarrierCell:
 
 
 class CtaState:
-    """One launched CTA: its SM, its storage, and the width of its vector clocks."""
+    """One launched CTA: its SM, its storage, its cluster, and the width of its vector clocks."""
 
-    __slots__ = ("index", "sm", "width", "barriers")
+    __slots__ = ("index", "sm", "width", "barriers", "rank", "base", "peers", "exited")
 
     def __init__(self, prog: CtaProgram, sm: SmUnits, schedule: Schedule):
         self.index = prog.index
         self.sm = sm
-        self.width = sum(r.warps for r in schedule.roles)
-        """Warps in the CTA: the length of every vector clock."""
+        warps = sum(r.warps for r in schedule.roles)
+        self.rank = prog.index % schedule.cluster
+        """Its rank in its cluster (0 without clusters)."""
+        self.width = warps * schedule.cluster
+        """Warps in the cluster: the length of every vector clock.  Clocks span the cluster so
+        that a remote arrive or a multicast carries happens-before from one CTA to another."""
+        self.base = warps * self.rank
+        """This CTA's first component in the cluster-wide clocks."""
+        self.peers: list[CtaState] = [self]
+        """The CTAs of its cluster by rank (set by the launcher once the cluster is placed)."""
+        self.exited: float | None = None
+        """The cycle its last warp finished (its storage is gone after that)."""
         self.barriers = {b.name: BarrierCell(b.name, b.count) for b in schedule.barriers}
         """The CTA's mbarriers by declared name; read them through :mod:`protosim.engine.resolve`."""
 
@@ -104,7 +114,8 @@ class WarpState:
         self.stall: dict[str, float] = {}
         self.done = False
         self.g = g
-        """Index of this warp in the CTA (its vector-clock component)."""
+        """Index of this warp in the cluster's clocks (its vector-clock component; without
+        clusters, its index in the CTA)."""
         self.clock = fresh(cta.width)
         self.debt = 0.0
         """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not

@@ -77,6 +77,8 @@ class LsuUnit(Unit):
         m = self.m
         now = m.env.now
         done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
+        if acc.cta is not None and acc.cta != w.cta.rank:  # DSMEM: a peer SM's shared memory
+            done += m.timing.scale(self.arch.remote_arrive_cycles)
         seq = m.access(w, i, acc, mode, now, done, op.tile, w.tick(), THREADS[op.issuer])
         return m.env.timeout(done - now, seq)
 

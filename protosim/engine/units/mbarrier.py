@@ -85,56 +85,91 @@ class MBarrierUnit(Unit):
         cell = resolve.barrier(w.cta, op.barrier)
         self.apply(w.cta, w.who, i, cell, mb.init(cell.state, cell.count), "init")
 
-    def _arrive_n(self, w: WarpState, i: int, op: Op, cell: BarrierCell, threads: int, fn) -> None:
-        """``threads`` separate arrive-ons (each thread's own), stopping at a trap.
-        Each carries the warp's clock into the phase it lands in (release).  When every
-        lane arrives, each releases its own stores: together, the stores all lanes made
-        since their last warp sync travel with the phase; one elected lane's arrive
-        carries none of them (the arrive event lists them as ``unreleased``)."""
-        clock = w.tick()
-        if threads > 1 and w.lane_writes:
-            cell.contribute(clock, tuple(w.lane_writes.values()))
+    def _arrive_n(self, w: WarpState, i: int, op: Op, cta: CtaState, cell: BarrierCell, threads: int, fn,
+                  clock: tuple[int, ...], writes: tuple[int, ...]) -> None:
+        """``threads`` separate arrive-ons (each thread's own) on ``cta``'s ``cell``, stopping at
+        a trap.  Each carries the warp's clock at issue into the phase it lands in (release).
+        When every lane arrives, each releases its own stores: together, the stores all lanes
+        made since their last warp sync (``writes``) travel with the phase; one elected lane's
+        arrive carries none of them (the arrive event lists them as ``unreleased``)."""
+        if writes:
+            cell.contribute(clock, writes)
         else:
             cell.contribute(clock)  # every thread of this warp carries the same clock
         for _ in range(threads):
-            if not self.apply(w.cta, w.who, i, cell, fn(cell.state), op.kind):
+            if not self.apply(cta, w.who, i, cell, fn(cell.state), op.kind):
                 return
 
-    def _log_arrive(self, w: WarpState, i: int, op: Op, cell: BarrierCell, count: int, threads: int) -> None:
-        """The arrive event; a single lane's arrive lists the lane writes it does not release."""
+    def _log_arrive(self, w: WarpState, i: int, op: Op, cta: CtaState, cell: BarrierCell, count: int,
+                    threads: int, clock: tuple[int, ...] = ()) -> None:
+        """The arrive event, in the barrier's CTA (``from_cta``: the arriving warp's, when it is a
+        cluster peer's); a single lane's arrive lists the lane writes it does not release."""
         m = self.m
+        extra = {} if cta is w.cta else {"from_cta": w.cta.index, "clock": clock}
         if threads == 1 and w.lane_writes:
-            m.log.emit(m.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use, count=count,
-                       completed=cell.state.completed, unreleased=tuple(w.lane_writes.values()))
+            m.log.emit(m.env.now, "arrive", cta.index, w.who, i, barrier=op.barrier, use=op.use, count=count,
+                       completed=cell.state.completed, unreleased=tuple(w.lane_writes.values()), **extra)
         else:
-            m.log.emit(m.env.now, "arrive", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
-                       count=count * threads, completed=cell.state.completed)
+            m.log.emit(m.env.now, "arrive", cta.index, w.who, i, barrier=op.barrier, use=op.use,
+                       count=count * threads, completed=cell.state.completed, **extra)
+
+    def _later(self, w: WarpState, act) -> None:
+        """Run ``act`` after the cluster network's latency: an ``mbarrier.arrive.shared::cluster``
+        on a peer's barrier travels to the other SM."""
+        m = self.m
+        m.at(m.env.now + m.timing.scale(self.arch.remote_arrive_cycles), lambda: None if m.trap else act())
 
     def arrive(self, w: WarpState, i: int, op: Arrive) -> None:
-        cell = resolve.barrier(w.cta, op.barrier)
         threads = THREADS[op.issuer]
-        self._log_arrive(w, i, op, cell, op.count, threads)
-        self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive(s, op.count))
+        clock = w.tick()
+        writes = tuple(w.lane_writes.values()) if threads > 1 and w.lane_writes else ()
+        if op.cta is None:  # the hot path: the warp's own barrier, now
+            cell = w.cta.barriers[op.barrier]
+            self._log_arrive(w, i, op, w.cta, cell, op.count, threads)
+            self._arrive_n(w, i, op, w.cta, cell, threads, lambda s: mb.arrive(s, op.count), clock, writes)
+            return
+        cta = resolve.peer(w.cta, op.cta)
+        cell = cta.barriers[op.barrier]
 
-    def _log_expect(self, w: WarpState, i: int, op: ExpectTx | ArriveExpectTx, cell: BarrierCell, threads: int) -> None:
+        def act() -> None:
+            self._log_arrive(w, i, op, cta, cell, op.count, threads, clock)
+            self._arrive_n(w, i, op, cta, cell, threads, lambda s: mb.arrive(s, op.count), clock, writes)
+
+        self._later(w, act) if cta is not w.cta else act()
+
+    def _log_expect(self, w: WarpState, i: int, op: ExpectTx | ArriveExpectTx, cta: CtaState, cell: BarrierCell,
+                    threads: int) -> None:
         m = self.m
-        m.log.emit(m.env.now, "expect_tx", w.cta.index, w.who, i, barrier=op.barrier, use=op.use,
-                   bytes=op.bytes * threads, completed=cell.state.completed)
+        extra = {} if cta is w.cta else {"from_cta": w.cta.index}
+        m.log.emit(m.env.now, "expect_tx", cta.index, w.who, i, barrier=op.barrier, use=op.use,
+                   bytes=op.bytes * threads, completed=cell.state.completed, **extra)
 
     def expect_tx(self, w: WarpState, i: int, op: ExpectTx) -> None:
-        cell = resolve.barrier(w.cta, op.barrier)
+        cta = resolve.peer(w.cta, op.cta)
+        cell = cta.barriers[op.barrier]
         threads = THREADS[op.issuer]
-        self._log_expect(w, i, op, cell, threads)
-        for _ in range(threads):  # not an arrival: no release, no clock
-            if not self.apply(w.cta, w.who, i, cell, mb.expect_tx(cell.state, op.bytes), op.kind):
-                return
+
+        def act() -> None:
+            self._log_expect(w, i, op, cta, cell, threads)
+            for _ in range(threads):  # not an arrival: no release, no clock
+                if not self.apply(cta, w.who, i, cell, mb.expect_tx(cell.state, op.bytes), op.kind):
+                    return
+
+        self._later(w, act) if cta is not w.cta else act()
 
     def arrive_expect_tx(self, w: WarpState, i: int, op: ArriveExpectTx) -> None:
-        cell = resolve.barrier(w.cta, op.barrier)
+        cta = resolve.peer(w.cta, op.cta)
+        cell = cta.barriers[op.barrier]
         threads = THREADS[op.issuer]
-        self._log_expect(w, i, op, cell, threads)
-        self._log_arrive(w, i, op, cell, 1, threads)
-        self._arrive_n(w, i, op, cell, threads, lambda s: mb.arrive_expect_tx(s, op.bytes))
+        clock = w.tick()
+        writes = tuple(w.lane_writes.values()) if threads > 1 and w.lane_writes else ()
+
+        def act() -> None:
+            self._log_expect(w, i, op, cta, cell, threads)
+            self._log_arrive(w, i, op, cta, cell, 1, threads, clock)
+            self._arrive_n(w, i, op, cta, cell, threads, lambda s: mb.arrive_expect_tx(s, op.bytes), clock, writes)
+
+        self._later(w, act) if cta is not w.cta else act()
 
     def wait_skew(self, w: WarpState, op: Wait) -> float:
         p = self.m.perturbation

@@ -5,6 +5,12 @@ A ``bar.sync`` releases every participant once the last of its threads arrives, 
 barrier latency, and joins all their clocks (each knows what every other did before).
 All lanes take part, so the warp's lanes are synchronised too: the stores its 32 lanes
 made are every lane's from then on (``lane_release``).  Fences and sleeps only cost time.
+
+``barrier.cluster`` (PTX ISA, "barrier.cluster") is the cluster's hardware barrier: each
+thread's n-th ``arrive`` counts toward phase n, and its ``wait`` returns once every
+non-exited thread of every CTA in the cluster has made its n-th arrival.  ``arrive.release``
+(the default) carries the warp's clock to the waiters, ``arrive.relaxed`` carries nothing;
+``wait`` is an acquire.  A second arrive before the wait is undefined (``cluster_rearrive``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import simpy
 from protosim.engine.order import fresh, join_into
 from protosim.engine.state import CtaState, Wakeup, WarpState
 from protosim.engine.units.base import Handler, Unit
-from protosim.ir import CtaSync, Fence, NamedBarrierSync, Op, Sleep, WarpSync
+from protosim.ir import ClusterArrive, ClusterWait, CtaSync, Fence, NamedBarrierSync, Op, Sleep, WarpSync
 
 CTA_SYNC_ID = 0
 
@@ -31,12 +37,35 @@ class SyncPoint:
         self.clock = fresh(width)
 
 
+class ClusterBarrier:
+    """One cluster's ``barrier.cluster``: per phase, the warps that arrived (or exited) and
+    the clock their releases carry; per warp, how many times it arrived and waited."""
+
+    __slots__ = ("warps", "arrived", "clocks", "events", "arrivals", "waits", "exited")
+
+    def __init__(self, warps: int):
+        self.warps = warps
+        """Warps of the whole cluster (an aligned arrive is one per warp)."""
+        self.arrived: dict[int, int] = {}
+        self.clocks: dict[int, list[int] | None] = {}
+        self.events: dict[int, Wakeup] = {}
+        self.arrivals: dict[WarpState, int] = {}
+        self.waits: dict[WarpState, int] = {}
+        self.exited: list[int] = []
+        """For each exited warp, how many arrivals it had made: it counts for every later phase."""
+
+    def complete(self, phase: int) -> bool:
+        return self.arrived.get(phase, 0) + sum(1 for n in self.exited if n <= phase) >= self.warps
+
+
 class SyncUnit(Unit):
     name = "sync"
 
     def __init__(self, machine):
         super().__init__(machine)
         self.points: dict[CtaState, dict[int, SyncPoint]] = {}
+        self.clusters: dict[int, ClusterBarrier] = {}
+        """Cluster barriers by the index of the cluster's rank-0 CTA."""
 
     def handlers(self) -> dict[type[Op], Handler]:
         return {
@@ -44,6 +73,8 @@ class SyncUnit(Unit):
             NamedBarrierSync: Handler(None, self.named_sync, self.released),
             # bar.warp.sync: no measurement; a cheap op in the warp's stream, like commit_group.
             WarpSync: Handler(self.issue_cost, self.warp_sync),
+            ClusterArrive: Handler(self.issue_cost, self.cluster_arrive),
+            ClusterWait: Handler(None, self.cluster_wait, self.cluster_released),
         }
 
     def local(self):
@@ -55,6 +86,70 @@ class SyncUnit(Unit):
 
     def cta_started(self, cta: CtaState) -> None:
         self.points[cta] = {}
+        if cta.rank == 0 and len(cta.peers) > 1:
+            self.clusters[cta.index] = ClusterBarrier(cta.width)
+
+    # -- barrier.cluster -------------------------------------------------------------
+    def _cluster(self, w: WarpState) -> ClusterBarrier:
+        return self.clusters[w.cta.peers[0].index]
+
+    def cluster_arrive(self, w: WarpState, i: int, op: ClusterArrive) -> None:
+        m = self.m
+        cb = self._cluster(w)
+        n = cb.arrivals.get(w, 0)
+        if n > cb.waits.get(w, 0):
+            m.raise_trap(w.cta, w.who, i, "barrier.cluster", "barrier.cluster.arrive", "cluster_rearrive",
+                         f"barrier.cluster.arrive a second time (arrival {n + 1}) before barrier.cluster.wait", None)
+            return
+        cb.arrivals[w] = n + 1
+        clock = w.tick()
+        if not op.relaxed:  # .release: what this warp did is visible to every waiter of phase n
+            cb.clocks[n] = list(clock) if cb.clocks.get(n) is None else list(map(max, cb.clocks[n], clock))
+        cb.arrived[n] = cb.arrived.get(n, 0) + 1
+        m.log.emit(m.env.now, "cluster_arrive", w.cta.index, w.who, i, phase=n, relaxed=op.relaxed)
+        self._settle(cb, n)
+
+    def _settle(self, cb: ClusterBarrier, phase: int) -> None:
+        if cb.complete(phase):
+            ev = cb.events.get(phase)
+            if ev is None:
+                ev = cb.events[phase] = Wakeup(self.m.env)
+            if not ev.triggered:
+                ev.fire_in(self.m.timing.scale(self.arch.cluster_sync_cycles), phase)
+
+    def warp_exited(self, w: WarpState) -> None:
+        """An exited thread no longer takes part: it counts as arrived for every later phase."""
+        if len(w.cta.peers) > 1:
+            cb = self._cluster(w)
+            n = cb.arrivals.get(w, 0)
+            cb.exited.append(n)
+            for phase in list(cb.events) + [n]:
+                self._settle(cb, phase)
+
+    def cluster_wait(self, w: WarpState, i: int, op: ClusterWait) -> simpy.Event | None:
+        m = self.m
+        cb = self._cluster(w)
+        n = cb.waits.get(w, 0)
+        cb.waits[w] = n + 1
+        ev = cb.events.get(n)
+        if ev is None:
+            ev = cb.events[n] = Wakeup(m.env)
+        if cb.arrivals.get(w, 0) <= n:
+            detail = f"wait {n + 1} without its arrive"
+        else:
+            detail = f"{cb.arrived.get(n, 0)} of {cb.warps} warps arrived"
+        m.block(w, i, op, "barrier.cluster", f"cluster of CTA {w.cta.peers[0].index}", detail)
+        return ev
+
+    def cluster_released(self, w: WarpState, i: int, op: ClusterWait, phase: int) -> None:
+        m = self.m
+        m.unblocked(w)
+        cb = self._cluster(w)
+        join_into(w.clock, cb.clocks.get(phase))
+        w.tick()
+        if w.lane_writes:
+            self.lane_release(w, i, op.kind)
+        m.log.emit(m.env.now, "cluster_wait", w.cta.index, w.who, i, phase=phase, warp=w.g, at=w.clock[w.g])
 
     def cta_finished(self, cta: CtaState) -> None:
         del self.points[cta]

@@ -19,7 +19,7 @@ from protosim.engine import resolve
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.engine.units.groups import GroupTable
-from protosim.ir import Mma, MmaCommit, MmaSync, Op, Wgmma, WgmmaCommit, WgmmaWait
+from protosim.ir import Mma, MmaCommit, MmaSync, Op, TmemCopy, Wgmma, WgmmaCommit, WgmmaWait
 from protosim.ptx import mbarrier as mb
 
 
@@ -51,6 +51,7 @@ class TensorCoreUnit(Unit):
     def handlers(self) -> dict[type[Op], Handler]:
         return {
             Mma: Handler(self.mma_issue_cost, self.mma),
+            TmemCopy: Handler(self.issue_cost, self.tmem_copy),
             MmaCommit: Handler(self.issue_cost, self.commit),
             Wgmma: Handler(self.mma_issue_cost, self.wgmma_issue, self.m.unblocked),
             WgmmaWait: Handler(self.issue_cost, self.wgmma.wait, self.wgmma.woken),
@@ -78,21 +79,53 @@ class TensorCoreUnit(Unit):
         return self.arch.mma_thread_issue_cycles * self.shape(op)[1]
 
     # -- tcgen05 ---------------------------------------------------------------------
+    @staticmethod
+    def thread_key(w: WarpState) -> str:
+        """The MMA-issuing thread's name in the log: ``role.wN``, qualified with its CTA in a
+        cluster (a commit multicast to a peer carries it to a waiter in another CTA)."""
+        return w.who if len(w.cta.peers) == 1 else f"{w.who}@{w.cta.index}"
+
     def mma(self, w: WarpState, i: int, op: Mma) -> None:
         m = self.m
         arch, timing = self.arch, m.timing
-        occupancy, _ = self.shape(op)
         now = m.env.now
-        start, free, done = w.cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
+        tail = timing.scale(arch.mma_tail_cycles) + timing.unit_stall()
+        if op.cta_group == 2:
+            # The pair's MMA: each SM's tensor core computes its CTA's m/2 rows (PTX
+            # tcgen05.mma.cta_group::2), so both queues are busy and it is done when both are.
+            occupancy, _ = self.arch.mma_cycles(op.m // 2, op.n, op.k_elems)
+            start, free, done = w.cta.sm.mma.submit(now, occupancy, tail)
+            peer = w.cta.peers[w.cta.rank + 1] if len(w.cta.peers) > w.cta.rank + 1 else w.cta
+            if peer is not w.cta:
+                s2, f2, d2 = peer.sm.mma.submit(now, occupancy, tail)
+                start, free, done = min(start, s2), max(free, f2), max(done, d2)
+        else:
+            occupancy, _ = self.shape(op)
+            start, free, done = w.cta.sm.mma.submit(now, occupancy, tail)
+        self._issued(w, i, op, "mma", start, free, done, op.reads, op.writes)
+
+    def tmem_copy(self, w: WarpState, i: int, op: TmemCopy) -> None:
+        """``tcgen05.cp``: shared memory -> TMEM through the tensor core's queue, in order with
+        the thread's MMAs (its commit covers it)."""
+        m = self.m
+        now = m.env.now
+        occupancy = op.bytes / self.arch.tmem_bytes_per_clk
+        start, free, done = w.cta.sm.mma.submit(now, occupancy, m.timing.scale(self.arch.mma_tail_cycles))
+        self._issued(w, i, op, "tmem_copy", start, free, done, (op.src,), (op.dst,))
+
+    def _issued(self, w: WarpState, i: int, op, what: str, start: float, free: float, done: float,
+                reads, writes) -> None:
+        """Log an MMA-like op's issue and accesses, and remember it for its thread's commit."""
+        m = self.m
         st = self.issuers[w.cta]
-        key = w.who
+        key = self.thread_key(w)
         if done > st.last_done.get(key, 0.0):
             st.last_done[key] = done
         lanes = THREADS[op.issuer]
-        m.log.emit(now, "issue", w.cta.index, w.who, i, what="mma", threads=lanes, tile=op.tile, k=op.k)
+        m.log.emit(m.env.now, "issue", w.cta.index, w.who, i, what=what, threads=lanes, tile=op.tile, k=op.k)
         clock = w.tick()
-        seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, lanes, key) for acc in op.reads]
-        seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, lanes, key) for acc in op.writes]
+        seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, lanes, key) for acc in reads]
+        seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, lanes, key) for acc in writes]
         if seqs:
             st.last_seq[key] = seqs[-1]
         if lanes > st.lanes.get(key, 0):
@@ -106,7 +139,7 @@ class TensorCoreUnit(Unit):
         env = m.env
         cta = w.cta
         st = self.issuers[cta]
-        key = w.who
+        key = self.thread_key(w)
         threads = THREADS[op.issuer]
         busy = min(threads, st.lanes.get(key, 0))  # committing threads with MMAs; the rest commit empty groups
         when = max(env.now, st.last_done.get(key, 0.0))
@@ -116,20 +149,24 @@ class TensorCoreUnit(Unit):
         last = st.last_seq.get(key)
         upto = (key, last) if last is not None else None
 
+        targets = [resolve.peer(cta, r) for r in op.multicast] if op.multicast else [cta]
+
         def arrive(n: int, empty: bool) -> None:
-            if m.trap:
-                return
-            cell = resolve.barrier(cta, op.barrier)
-            cell.contribute(clock, (), None if empty else upto)
-            if empty:
-                m.log.emit(env.now, "arrive", cta.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
-                           completed=cell.state.completed, who_issued=w.who, empty_groups=n)
-            else:
-                m.log.emit(env.now, "arrive", cta.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
-                           completed=cell.state.completed, who_issued=w.who)
-            for _ in range(n):
-                if not m.mbarrier.apply(cta, "mma", i, cell, mb.arrive(cell.state, 1), "tcgen05.commit"):
+            for target in targets:  # .multicast::cluster: the same arrival on each CTA of the mask
+                if m.trap:
                     return
+                cell = target.barriers[op.barrier]
+                cell.contribute(clock, (), None if empty else upto)
+                extra = {} if target is cta else {"from_cta": cta.index, "clock": clock}
+                if empty:
+                    m.log.emit(env.now, "arrive", target.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
+                               completed=cell.state.completed, who_issued=w.who, empty_groups=n, **extra)
+                else:
+                    m.log.emit(env.now, "arrive", target.index, "mma", i, barrier=op.barrier, use=op.use, count=n,
+                               completed=cell.state.completed, who_issued=w.who, **extra)
+                for _ in range(n):
+                    if not m.mbarrier.apply(target, "mma", i, cell, mb.arrive(cell.state, 1), "tcgen05.commit"):
+                        return
 
         if threads > busy:
             m.at(env.now, lambda: arrive(threads - busy, True))

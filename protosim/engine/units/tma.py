@@ -9,6 +9,8 @@ bytes stream in at the end of the transfer.
 
 from __future__ import annotations
 
+import dataclasses
+
 from protosim.engine import resolve
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
@@ -50,6 +52,9 @@ class TmaUnit(Unit):
             lat, base = lat + m.perturbation.l2_hit_extra, base + m.perturbation.l2_hit_extra
         land = max(now + timing.scale(lat), max(sm_done, chip_done) + timing.scale(base)) + timing.unit_stall()
         cta = w.cta
+        if op.multicast or op.barrier_cta is not None or op.dst.cta is not None:
+            self._cluster_load(w, i, op, now, land)
+            return
         m.log.emit(now, "issue", cta.index, w.who, i, what="tma_load", threads=1, tile=op.tile, k=op.k,
                    barrier=op.barrier, use=op.use, bytes=op.bytes, lands=land)
         clock = w.tick()
@@ -68,6 +73,43 @@ class TmaUnit(Unit):
             m.mbarrier.apply(cta, "tma", i, cell, mb.complete_tx(cell.state, op.bytes), "complete_tx")
 
         m.at(land, landed)
+
+    def _cluster_load(self, w: WarpState, i: int, op: TmaLoad, now: float, land: float) -> None:
+        """A load whose bytes or byte count go to other CTAs of the cluster: ``.multicast::cluster``
+        (one read from L2, the same bytes written at the same offset in every CTA of the mask, and
+        a complete_tx on each one's barrier) or ``.cta_group::2`` (the complete_tx goes to the
+        pair leader's barrier).  A peer's copy lands ``multicast_extra_cycles`` after the local one."""
+        m = self.m
+        env = m.env
+        if op.multicast:
+            dests = [(r, r) for r in op.multicast]  # (data rank, barrier rank)
+        else:
+            dests = [(op.dst.cta, op.barrier_cta if op.barrier_cta is not None else op.dst.cta)]
+        src = w.cta
+        to = tuple(resolve.peer(src, b).index for _, b in dests)
+        m.log.emit(now, "issue", src.index, w.who, i, what="tma_load", threads=1, tile=op.tile, k=op.k,
+                   barrier=op.barrier, use=op.use, bytes=op.bytes, lands=land, to=to)
+        clock = w.tick()
+        extra = m.timing.scale(self.arch.multicast_extra_cycles)
+        for data_rank, bar_rank in dests:
+            dst = dataclasses.replace(op.dst, cta=data_rank)
+            owner = resolve.peer(src, data_rank)
+            at = land if owner is src else land + extra
+            fill = max(now, at - op.bytes / self.arch.tma_sm_bytes_per_clk)
+            seq = m.access(w, i, dst, "w", fill, at, op.tile, clock)
+            target = resolve.peer(src, bar_rank)
+
+            def landed(target=target, seq=seq) -> None:
+                if m.trap:
+                    return
+                cell = target.barriers[op.barrier]
+                cell.contribute(clock, (seq,))
+                m.log.emit(env.now, "complete_tx", target.index, "tma", i, barrier=op.barrier, use=op.use,
+                           bytes=op.bytes, completed=cell.state.completed, issue=now, who_issued=w.who,
+                           from_cta=src.index, clock=clock)
+                m.mbarrier.apply(target, "tma", i, cell, mb.complete_tx(cell.state, op.bytes), "complete_tx")
+
+            m.at(at, landed)
 
     def store(self, w: WarpState, i: int, op: TmaStore) -> None:
         m = self.m

@@ -4,7 +4,8 @@
 An allocation blocks while the SM lacks free columns and is granted in request order.
 A CTA that exits still holding columns returns them (the hardware frees TMEM at exit only
 if dealloc'd -- a leak the checkers judge; the model keeps going so later CTAs can run).
-A warp's ``tcgen05.ld`` results are its own once its ``wait::ld`` returns.
+A warp's ``tcgen05.ld`` results are its own once its ``wait::ld`` returns; its
+``tcgen05.st`` data is in TMEM once its ``wait::st`` returns.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import simpy
 from protosim.engine.resources import SmUnits
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
-from protosim.ir import Op, TmemAlloc, TmemDealloc, TmemLoad, WaitLd
+from protosim.ir import Op, TmemAlloc, TmemDealloc, TmemLoad, TmemStore, WaitLd, WaitSt
 
 
 class TmemUnit(Unit):
@@ -28,12 +29,16 @@ class TmemUnit(Unit):
         """Columns each CTA holds."""
         self.loads: dict[WarpState, tuple[float, list[int]]] = {}
         """Each warp's TMEM loads since its last wait::ld: (when the last completes, their access seqs)."""
+        self.stores: dict[WarpState, tuple[float, list[int]]] = {}
+        """The same for its TMEM stores since its last wait::st."""
 
     def handlers(self) -> dict[type[Op], Handler]:
         a = self.arch
         return {
             TmemLoad: Handler(self.issue_cost, self.load),
             WaitLd: Handler(None, self.wait_ld, self.wait_ld_done),
+            TmemStore: Handler(self.issue_cost, self.store),
+            WaitSt: Handler(None, self.wait_st, self.wait_st_done),
             TmemAlloc: Handler(lambda w, op: a.tmem_alloc_cycles if a.has_tmem else 0.0, self.alloc, self.granted),
             TmemDealloc: Handler(self.issue_cost, self.dealloc),
         }
@@ -48,34 +53,52 @@ class TmemUnit(Unit):
 
     # -- tcgen05.ld ------------------------------------------------------------------
     def load(self, w: WarpState, i: int, op: TmemLoad) -> None:
+        self._move(w, i, op, op.src, "r", self.loads)
+
+    def store(self, w: WarpState, i: int, op: TmemStore) -> None:
+        # Timed like a load: the same datapath between registers and TMEM (an assumption;
+        # docs/semantics.md "Tensor Memory").
+        self._move(w, i, op, op.dst, "w", self.stores)
+
+    def _move(self, w: WarpState, i: int, op: TmemLoad | TmemStore, acc, mode: str, pending: dict) -> None:
         m, arch = self.m, self.arch
         now = m.env.now
         done = now + m.timing.scale(arch.tmem_load_latency) + op.bytes / arch.tmem_bytes_per_clk
-        last, seqs = self.loads.get(w, (0.0, []))
-        seqs.append(m.access(w, i, op.src, "r", now, done, op.tile, w.tick(), THREADS[op.issuer]))
-        self.loads[w] = (max(last, done), seqs)
+        last, seqs = pending.get(w, (0.0, []))
+        seqs.append(m.access(w, i, acc, mode, now, done, op.tile, w.tick(), THREADS[op.issuer]))
+        pending[w] = (max(last, done), seqs)
 
     def wait_ld(self, w: WarpState, i: int, op: WaitLd) -> simpy.Event | None:
-        m = self.m
-        now = m.env.now
-        last = self.loads.get(w, (0.0, []))[0]
-        if last > now:
-            m.block(w, i, op, "wait_ld", w.who)
-            return m.env.timeout(last - now)
-        w.debt += self.arch.op_issue_cycles
-        self._known(w, i)
-        return None
+        return self._wait(w, i, op, self.loads, "wait_ld")
 
     def wait_ld_done(self, w: WarpState, i: int, op: WaitLd, value: Any) -> None:
         self.m.unblocked(w)
-        self._known(w, i)
+        self._known(w, i, self.loads, "wait_ld")
 
-    def _known(self, w: WarpState, i: int) -> None:
+    def wait_st(self, w: WarpState, i: int, op: WaitSt) -> simpy.Event | None:
+        return self._wait(w, i, op, self.stores, "wait_st")
+
+    def wait_st_done(self, w: WarpState, i: int, op: WaitSt, value: Any) -> None:
+        self.m.unblocked(w)
+        self._known(w, i, self.stores, "wait_st")
+
+    def _wait(self, w: WarpState, i: int, op: Op, pending: dict, how: str) -> simpy.Event | None:
+        m = self.m
+        now = m.env.now
+        last = pending.get(w, (0.0, []))[0]
+        if last > now:
+            m.block(w, i, op, how, w.who)
+            return m.env.timeout(last - now)
+        w.debt += self.arch.op_issue_cycles
+        self._known(w, i, pending, how)
+        return None
+
+    def _known(self, w: WarpState, i: int, pending: dict, how: str) -> None:
         w.tick()
-        last, seqs = self.loads.get(w, (0.0, []))
-        self.m.observe(w, i, seqs, "wait_ld")
+        last, seqs = pending.get(w, (0.0, []))
+        self.m.observe(w, i, seqs, how)
         if seqs:
-            self.loads[w] = (last, [])
+            pending[w] = (last, [])
 
     # -- alloc / dealloc -------------------------------------------------------------
     def alloc(self, w: WarpState, i: int, op: TmemAlloc) -> simpy.Event | None:
@@ -102,6 +125,9 @@ class TmemUnit(Unit):
         cols = min(op.columns, self.held[w.cta])
         self.held[w.cta] -= cols
         self._give_back(w.cta.sm, cols)
+        if len(w.cta.peers) > 1:  # a peer's 2-CTA MMA may still use it: the lifetime checker's anchor
+            m = self.m
+            m.log.emit(m.env.now, "tmem_dealloc", w.cta.index, w.who, i, columns=op.columns, clock=w.tick())
 
     @staticmethod
     def _give_back(sm: SmUnits, columns: int) -> None:

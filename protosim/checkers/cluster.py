@@ -1,0 +1,127 @@
+"""Cross-CTA protocol checks in a thread-block cluster.
+
+``peer_exited``
+    A CTA exited while a peer's access to its storage was not known to it: an arrive on
+    one of its barriers, a multicast copy into its shared memory, a 2-CTA MMA reading its
+    operands or writing its TMEM, a DSMEM load or store.  Its shared memory is gone once it
+    exits (CUDA C++ Programming Guide, "Distributed Shared Memory": a block must not exit
+    while others of its cluster may still access its shared memory -- hence the
+    ``cluster.sync()`` before exit).  Judged by order, not by time: the access must be
+    *known* to the exiting CTA (through a barrier it waited on, or ``barrier.cluster``)
+    by the time its last warp finished, so a run that happened to be safe is still flagged.
+``tmem_freed_early``
+    The same for ``tcgen05.dealloc``: a CTA freed TMEM columns while a peer's 2-CTA MMA
+    (or copy) into them was not known to it to have completed.
+``arrival_mismatch``
+    On a barrier that receives arrivals from more than one CTA, an arrival landed during
+    a different phase than the one it was for (``use``): the barrier's count does not cover
+    every CTA's arrivals, so one CTA's releases complete a phase meant for all of them.
+
+Every message names both CTAs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from protosim.checkers.base import Finding, cyc
+from protosim.checkers.races import Knowledge
+
+PEER_EXITED, TMEM_FREED, ARRIVAL = "peer_exited", "tmem_freed_early", "arrival_mismatch"
+KINDS = (PEER_EXITED, TMEM_FREED, ARRIVAL)
+
+
+def check(result) -> list[Finding]:
+    if result.schedule.cluster == 1:
+        return []
+    log = result.log
+    findings: list[Finding] = []
+    exits = {e.cta: e for e in log.of_kind("cta_exit")}
+    frees = defaultdict(list)
+    for e in log.of_kind("tmem_dealloc"):
+        frees[e.cta].append(e)
+    knowledge = Knowledge.of(log)
+    space = {b.name: b.space for b in result.schedule.buffers}
+    seen: set[tuple] = set()
+    for e in log.of_kind("access"):
+        d = e.data
+        owner = d.get("owner", e.cta)
+        if owner == e.cta:
+            continue
+        ex = exits.get(owner)
+        if ex is not None and not knowledge.known(e, ex.data["clock"]):
+            _once(findings, seen, (PEER_EXITED, e.cta, e.who, e.op, owner), Finding(
+                PEER_EXITED, owner, e.who, e.op, ex.t,
+                f"CTA {owner} exited at cycle {cyc(ex.t)} without knowing that CTA {e.cta} {e.who} op #{e.op} "
+                f"({'read' if d['mode'] == 'r' else 'wrote'} its {d['buffer']}[{d['stage']}], {d['content']}, "
+                f"issued at cycle {cyc(e.t)}) had completed: its shared memory may be gone under the peer's access; "
+                f"put a cluster barrier (barrier.cluster.arrive + wait) before the exit",
+                {"exited": owner, "exit_cycle": ex.t, "peer": e.cta, "who": e.who, "op": e.op,
+                 "buffer": d["buffer"], "stage": d["stage"], "mode": d["mode"], "issued": e.t}))
+        if space.get(d["buffer"]) == "tmem":
+            for fr in frees.get(owner, ()):
+                if fr.t >= e.t and not knowledge.known(e, fr.data["clock"]):
+                    _once(findings, seen, (TMEM_FREED, e.cta, e.who, e.op, owner), Finding(
+                        TMEM_FREED, owner, fr.who, fr.op, fr.t,
+                        f"CTA {owner} {fr.who} freed its TMEM (tcgen05.dealloc, op #{fr.op}) at cycle {cyc(fr.t)} "
+                        f"without knowing that CTA {e.cta} {e.who} op #{e.op} ({d['buffer']}[{d['stage']}], "
+                        f"{d['content']}, issued at cycle {cyc(e.t)}) had completed; wait for the peer (a cluster "
+                        f"barrier after its last MMA is known complete) before the dealloc",
+                        {"freed": owner, "cycle": fr.t, "peer": e.cta, "who": e.who, "op": e.op,
+                         "buffer": d["buffer"], "stage": d["stage"], "issued": e.t}))
+    for kind in ("arrive", "expect_tx", "complete_tx"):
+        for e in log.of_kind(kind):
+            src = e.data.get("from_cta")
+            if src is None or src == e.cta:
+                continue
+            ex = exits.get(e.cta)
+            clock = e.data.get("clock")
+            late = ex is not None and (e.t > ex.t or (clock is not None and not _ordered(clock, ex.data["clock"])))
+            if late:
+                _once(findings, seen, (PEER_EXITED, src, e.who, e.op, e.cta), Finding(
+                    PEER_EXITED, e.cta, e.who, e.op, e.t,
+                    f"CTA {src} {e.who} op #{e.op}: {kind} on CTA {e.cta}'s {e.data['barrier']} (phase "
+                    f"{e.data['use']}) at cycle {cyc(e.t)} is not ordered before CTA {e.cta}'s exit at cycle "
+                    f"{cyc(ex.t)}: the barrier may no longer exist; put a cluster barrier before the exit",
+                    {"exited": e.cta, "exit_cycle": ex.t, "peer": src, "who": e.who, "op": e.op,
+                     "barrier": e.data["barrier"], "use": e.data["use"], "what": kind}))
+    findings += _arrival_mismatch(log)
+    return sorted(findings, key=lambda f: f.cycle)
+
+
+def _ordered(at_issue, exit_clock) -> bool:
+    """The exiting CTA had learnt of the issuing warp's state at (or after) the arrival:
+    every component of the issue clock is in its past."""
+    return all(x <= y for x, y in zip(at_issue, exit_clock))
+
+
+def _arrival_mismatch(log) -> list[Finding]:
+    shared = {(e.cta, e.data["barrier"]) for e in log.of_kind("arrive") if e.data.get("from_cta") is not None}
+    out: list[Finding] = []
+    seen: set[tuple] = set()
+    for e in log.of_kind("arrive"):
+        d = e.data
+        key = (e.cta, d["barrier"])
+        if key not in shared or d["completed"] == d["use"]:
+            continue
+        src = d.get("from_cta", e.cta)
+        tag = (key, d["use"], src)
+        if tag in seen:
+            continue
+        seen.add(tag)
+        early = d["completed"] > d["use"]
+        out.append(Finding(
+            ARRIVAL, e.cta, e.who, e.op, e.t,
+            f"CTA {src} {e.who} op #{e.op} arrived on CTA {e.cta}'s {d['barrier']} for phase {d['use']} at cycle "
+            f"{cyc(e.t)}, during phase {d['completed']}: "
+            + ("that phase had already completed without it -- the barrier's arrival count does not cover the "
+               "arrivals of every CTA that releases it (multiply it by the CTAs that arrive)" if early else
+               "it arrived before the phase it belongs to was in flight"),
+            {"barrier": d["barrier"], "owner": e.cta, "from_cta": src, "use": d["use"], "landed_in_phase": d["completed"]}))
+    return out
+
+
+def _once(findings: list[Finding], seen: set, key: tuple, f: Finding) -> None:
+    if key not in seen:
+        seen.add(key)
+        findings.append(f)

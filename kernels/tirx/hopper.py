@@ -17,7 +17,10 @@ Steps (``STEPS``):
 ``v6``         persistent CTAs walking tiles in L2-group order around the v5 loop,
                phases reset per tile (the seed) or carried (the fix);
 ``ws``         warp-specialized and persistent: one TMA producer warp and one wgmma
-               consumer warpgroup hand stages over through full/empty barriers.
+               consumer warpgroup hand stages over through full/empty barriers;
+``ws_cluster`` ``ws`` on ``cluster_m x cluster_n`` thread-block clusters: operand slices
+               multicast across the cluster, stages released in every CTA they reach,
+               cluster barriers after init and before exit (protocol: hopper_cluster.py).
 
 Bug knobs are compile-time (each variant is its own binary); delay knobs and the
 watchdog budget are kernel arguments, so one binary serves every delay.
@@ -43,12 +46,20 @@ from tvm.script import tirx as T
 
 from protosim.config import ConfigError
 
-from ..spec import DIAG_WORDS, TRACE_CAP, KernelSpec, check, grid_ctas, stages
+from ..spec import CLUSTER_STEPS, DIAG_WORDS, TRACE_CAP, KernelSpec, check, cluster_geometry, grid_ctas, stages
 
 
 def build(spec: KernelSpec):
-    """The ``@T.prim_func`` for ``spec`` (not compiled)."""
+    """The ``@T.prim_func`` for ``spec`` (not compiled).  ``ws_cluster`` is documented in
+    :mod:`kernels.tirx.hopper_cluster`; its code is the ``ws`` step's below, with the cluster's
+    loads, releases and barriers in the places ``CLUSTER`` marks."""
     check(spec.step, spec.config)
+    if spec.step in CLUSTER_STEPS:
+        if spec.trace:
+            raise ConfigError("trace", f"{spec.step} is not built with trace (its observers would follow one CTA of a cluster)")
+        if spec.config.cluster_size == 1:
+            # a 1x1 cluster is the ws protocol: no multicast, no remote arrive, no cluster barrier
+            return _kernel(KernelSpec("ws", spec.config, spec.trace))
     if spec.trace and (spec.config.bug_knobs.keys() - {"reset_phase_per_tile"} or spec.config.reset_phase_per_tile):
         # the observer follows the correct, carried phase sequence; a bug's sequence is the thing under test
         raise ConfigError("trace", f"trace builds time correct protocols; {spec.config.bug_knobs} sets a bug knob")
@@ -78,24 +89,41 @@ def _kernel(spec: KernelSpec):
     KT = cfg.k_tiles
     PIPE = stages(STEP, cfg)
     ACC = BN // 2  # fp32 accumulator registers per thread for one m64 half
-    NUM_M, NUM_TILES = cfg.m_tiles, cfg.m_tiles * cfg.n_tiles
     CTAS = grid_ctas(STEP, cfg)
+    # ws_cluster (kernels/tirx/hopper_cluster.py): ws on cluster_m x cluster_n clusters.  The
+    # persistent walk runs over cluster tiles (CM x CN output tiles), one walker per cluster.
+    CLUSTER = STEP == "ws_cluster"
+    WS = STEP in ("ws", "ws_cluster")
+    CM, CN = (cfg.cluster_m, cfg.cluster_n) if CLUSTER else (1, 1)
+    CS = CM * CN
+    GEO = cluster_geometry(cfg)
+    NUM_M, NUM_TILES = cfg.m_tiles // CM, (cfg.m_tiles // CM) * (cfg.n_tiles // CN)
+    WALKERS = CTAS // CS  # the persistent stride: CTAs, or clusters
+    A_ROWS = GEO.a_rows if CLUSTER else BM  # rows of A one CTA loads (its multicast slice along N)
+    B_ROWS = GEO.b_rows if CLUSTER else BN  # rows of B one CTA loads (its multicast slice along M)
+    A_MC = CLUSTER and CN > 1  # A slices are multicast along the rank row
+    B_MC = CLUSTER and CM > 1  # B slices along the rank column
+    ROW_MASK0 = sum(1 << (j * CM) for j in range(CN))  # rank rm's A mask: ROW_MASK0 << rm
+    COL_MASK0 = (1 << CM) - 1                          # rank (rm, rn)'s B mask: COL_MASK0 << (rn * CM)
+    EMPTY_COUNT = GEO.empty_count if CLUSTER and not cfg.release_unscaled else 1
+    SKIP_RANK = cfg.multicast_skip_rank if CLUSTER else -1
+    EXIT_CLUSTER_SYNC = CLUSTER and not cfg.skip_exit_sync
     # warps 0-3: the MMA warpgroup; ws adds the producer warp 4; a traced build adds one
     # observer warp that only polls barriers (never arrives) to time phase completions.
-    BASE_THREADS = 160 if STEP == "ws" else 128
+    BASE_THREADS = 160 if WS else 128
     OBS_WARP = BASE_THREADS // 32
     THREADS = BASE_THREADS + (64 if spec.trace else 0)  # observers: one for loads, one for MMA completions
     CTA0_K_TILES = -(-NUM_TILES // CTAS) * KT  # k-tiles CTA 0 runs (tiles bx, bx + CTAS, ...)
     TRACE_QUARTER = TRACE_CAP // 4
     TMA = STEP not in ("v2", "v3")
-    PERSISTENT = STEP in ("v6", "ws")
-    TX_BYTES = cfg.stage_bytes + cfg.expect_tx_delta
+    PERSISTENT = STEP in ("v6", "ws", "ws_cluster")
+    TX_BYTES = (GEO.tx_bytes(local=cfg.expect_tx_local) if CLUSTER else cfg.stage_bytes) + cfg.expect_tx_delta
     # Persistent tile order: TIRx ClusterPersistentScheduler2D's group-major walk,
     # the same function as protosim.builders.seed_gemm.persistent_tiles.
     GROUP = cfg.l2_group_size
     FULL_GROUPS = NUM_M // GROUP
     TAIL = max(NUM_M - FULL_GROUPS * GROUP, 1)
-    SPAN = GROUP * cfg.n_tiles
+    SPAN = GROUP * (cfg.n_tiles // CN)
     # bug knobs, as compile-time constants
     FLIP_MMA = not cfg.skip_mma_phase_flip
     RESET = cfg.reset_phase_per_tile
@@ -125,12 +153,14 @@ def _kernel(spec: KernelSpec):
         if TMA:
             # (inner dim, outer dim, outer stride bytes, box inner, box outer,
             #  element strides, interleave, swizzle, L2 promotion, OOB fill)
-            T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "float16", 2, A.data, K, M, K * 2, BK, BM, 1, 1, 0, SWIZZLE_128B, 0, 0)
-            T.call_packed("runtime.cuTensorMapEncodeTiled", B_map, "float16", 2, B.data, K, N, K * 2, BK, BN, 1, 1, 0, SWIZZLE_128B, 0, 0)
+            T.call_packed("runtime.cuTensorMapEncodeTiled", A_map, "float16", 2, A.data, K, M, K * 2, BK, A_ROWS, 1, 1, 0, SWIZZLE_128B, 0, 0)
+            T.call_packed("runtime.cuTensorMapEncodeTiled", B_map, "float16", 2, B.data, K, N, K * 2, BK, B_ROWS, 1, 1, 0, SWIZZLE_128B, 0, 0)
             T.call_packed("runtime.cuTensorMapEncodeTiled", D_map, "float16", 2, D.data, N, M, N * 2, BN, BM, 1, 1, 0, SWIZZLE_NONE, 0, 0)
         T.device_entry()
         bx = T.cta_id([CTAS])
         tx = T.thread_id([THREADS])
+        if CLUSTER:
+            crank = T.cta_id_in_cluster([CS])  # %cluster_ctarank = blockIdx.x % CS
 
         pool = T.SMEMPool()
         tma_bar = pool.alloc((PIPE,), "uint64", align=8)   # full barrier per stage (the seed calls it tma_bar too)
@@ -161,6 +191,8 @@ def _kernel(spec: KernelSpec):
         row = T.local_scalar("int32")
         stamp = T.local_scalar("int64")
         row_end = T.local_scalar("int32")
+        if CLUSTER:
+            remote = T.local_scalar("uint32")  # a peer's barrier address (mapa)
         aborted = 0
         kc = 0
         tile_no = 0
@@ -178,10 +210,13 @@ def _kernel(spec: KernelSpec):
         if tx == 0:
             for s in T.serial(PIPE):
                 T.ptx.mbarrier.init.shared.b64(T.address_of(tma_bar[s]), T.uint32(1))
-                T.ptx.mbarrier.init.shared.b64(T.address_of(empty_bar[s]), T.uint32(1))
+                T.ptx.mbarrier.init.shared.b64(T.address_of(empty_bar[s]), T.uint32(EMPTY_COUNT))
             T.ptx.mbarrier.init.shared.b64(T.address_of(mma_bar[0]), T.uint32(1))
         T.ptx.fence.mbarrier_init.release.cluster()
-        T.cuda.cta_sync()
+        if CLUSTER:
+            T.cuda.cluster_sync()  # every peer's barriers are initialised before any multicast or remote arrive
+        else:
+            T.cuda.cta_sync()
 
         # ------------------------------------------------------------ inline pieces
         @T.inline
@@ -207,6 +242,9 @@ def _kernel(spec: KernelSpec):
                                     diag[6] = parity
                                     diag[7] = bx
                                     diag[8] = tx
+                                    if CLUSTER:
+                                        diag[9] = crank
+                                        diag[10] = bx // CS
                             elif elapsed > (timeout_cycles >> POLL_SHIFT):
                                 if T.cuda.atomic_add(T.address_of(diag[0]), 0) != 0:
                                     aborted = 1
@@ -290,6 +328,68 @@ def _kernel(spec: KernelSpec):
                 T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
                     T.address_of(Bsmem[st, 0, 0]), T.address_of(B_map), kk * BK, n_idx * BN, T.address_of(tma_bar[st]))
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(T.address_of(tma_bar[st]), T.uint32(TX_BYTES))
+
+        @T.inline
+        def multicast_a(st, kk):
+            # this CTA's slice rn of the A tile (A_ROWS rows) into every CTA of its rank row
+            T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"](
+                T.address_of(Asmem[st, (crank // CM) * A_ROWS, 0]), T.address_of(A_map), kk * BK,
+                m_idx * BM + (crank // CM) * A_ROWS, T.address_of(tma_bar[st]), T.cast(ROW_MASK0 << (crank % CM), "uint16"))
+
+        @T.inline
+        def multicast_b(st, kk):
+            # this CTA's slice rm of the B tile (B_ROWS rows) into every CTA of its rank column
+            T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"](
+                T.address_of(Bsmem[st, (crank % CM) * B_ROWS, 0]), T.address_of(B_map), kk * BK,
+                n_idx * BN + (crank % CM) * B_ROWS, T.address_of(tma_bar[st]), T.cast(COL_MASK0 << ((crank // CM) * CM), "uint16"))
+
+        @T.inline
+        def cluster_tma_load(st, kk):
+            # ws_cluster's producer: its own A and B loads (a multicast slice where the tile is
+            # shared, the whole tile where it is not), then arrive.expect_tx on its own full barrier
+            # for every byte all sources deliver to it (the whole stage).
+            if aborted == 0:
+                if producer_delay_ns > 0:
+                    T.cuda.nano_sleep(T.cast(producer_delay_ns, "uint64"))
+                if A_MC:
+                    if SKIP_RANK < 0:
+                        multicast_a(st, kk)
+                    else:
+                        if crank != SKIP_RANK:
+                            multicast_a(st, kk)
+                else:
+                    T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
+                        T.address_of(Asmem[st, 0, 0]), T.address_of(A_map), kk * BK, m_idx * BM, T.address_of(tma_bar[st]))
+                if B_MC:
+                    if SKIP_RANK < 0:
+                        multicast_b(st, kk)
+                    else:
+                        if crank != SKIP_RANK:
+                            multicast_b(st, kk)
+                else:
+                    T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
+                        T.address_of(Bsmem[st, 0, 0]), T.address_of(B_map), kk * BK, n_idx * BN, T.address_of(tma_bar[st]))
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(T.address_of(tma_bar[st]), T.uint32(TX_BYTES))
+
+        @T.inline
+        def remote_arrive(bar_addr, rank):
+            # mbarrier.arrive.shared::cluster on the barrier at the same offset in CTA `rank`
+            T.ptx.mapa.shared__cluster.u32(remote, T.cuda.cvta_generic_to_shared(bar_addr), T.uint32(rank))
+            T.ptx.mbarrier.arrive.shared__cluster.b64(remote)
+
+        @T.inline
+        def cluster_release(st):
+            # ws_cluster's consumer releases a stage in every CTA that multicast into it: its own
+            # empty barrier, then its rank row's peers (A came from them), then its rank column's (B).
+            if tx == 0:
+                if aborted == 0:
+                    T.ptx.mbarrier.arrive.shared.b64(T.address_of(empty_bar[st]))
+                    if CN > 1:
+                        for j in T.unroll(CN - 1):
+                            remote_arrive(T.address_of(empty_bar[st]), crank % CM + ((crank // CM + 1 + j) % CN) * CM)
+                    if CM > 1:
+                        for i in T.unroll(CM - 1):
+                            remote_arrive(T.address_of(empty_bar[st]), (crank % CM + 1 + i) % CM + (crank // CM) * CM)
 
         @T.inline
         def tma_issuer_load(st, kk):
@@ -400,6 +500,10 @@ def _kernel(spec: KernelSpec):
                     t < FULL_GROUPS * SPAN,
                     (t % SPAN) // GROUP,
                     (t - FULL_GROUPS * SPAN) // TAIL)
+                if CLUSTER:
+                    # the cluster tile's (m, n) -> this CTA's output tile: rm along M, rn along N
+                    m_idx = m_idx * CM + crank % CM
+                    n_idx = n_idx * CN + crank // CM
             else:
                 m_idx = t % NUM_M
                 n_idx = t // NUM_M
@@ -432,6 +536,8 @@ def _kernel(spec: KernelSpec):
 
         # ------------------------------------------------------------ the steps
         t = bx
+        if CLUSTER:
+            t = bx // CS  # the cluster walks cluster tiles
         if TRACE:
             if TMA and warp == OBS_WARP and lane == 0 and bx == 0:
                 observe_loads()
@@ -479,7 +585,7 @@ def _kernel(spec: KernelSpec):
                 T.cuda.warpgroup_sync(MMA_SYNC_BAR)  # the seed's end-of-tile cta_sync
                 t = t + CTAS
                 tile_no = tile_no + 1
-        if STEP == "ws":
+        if WS:
             if warp == 4:
                 # TMA producer warp: wait until the MMA released a stage, refill it.
                 while t < NUM_TILES:
@@ -490,14 +596,17 @@ def _kernel(spec: KernelSpec):
                     for k in T.serial(KT):
                         bounded_wait(T.address_of(empty_bar[stage]), phase_empty ^ WRONG_MMA, 3, stage, 1)
                         if lane == 0:
-                            tma_load(stage, k)
+                            if CLUSTER:
+                                cluster_tma_load(stage, k)
+                            else:
+                                tma_load(stage, k)
                         stage = stage + 1
                         if stage == PIPE:
                             stage = 0
                             if FLIP_MMA:
                                 phase_empty = phase_empty ^ 1
                         kc = kc + 1
-                    t = t + CTAS
+                    t = t + WALKERS
                     tile_no = tile_no + 1
             if warp < 4:
                 # MMA warpgroup: wait for a full stage, multiply, release it; epilogue per tile.
@@ -512,17 +621,25 @@ def _kernel(spec: KernelSpec):
                         bounded_wait(T.address_of(tma_bar[stage]), phase_tma ^ WRONG_TMA, 1, stage, 0)
                         record(2)
                         wgmma_stage(stage)
-                        if tx == 0:
-                            if aborted == 0:
-                                T.ptx.mbarrier.arrive.shared.b64(T.address_of(empty_bar[stage]))
+                        if CLUSTER:
+                            cluster_release(stage)
+                        else:
+                            if tx == 0:
+                                if aborted == 0:
+                                    T.ptx.mbarrier.arrive.shared.b64(T.address_of(empty_bar[stage]))
                         stage = stage + 1
                         if stage == PIPE:
                             stage = 0
                             phase_tma = phase_tma ^ 1
                         kc = kc + 1
                     store_tma()
-                    t = t + CTAS
+                    t = t + WALKERS
                     tile_no = tile_no + 1
-        T.cuda.cta_sync()
+        if EXIT_CLUSTER_SYNC:
+            # no CTA leaves while a peer may still arrive on its barriers or multicast into it;
+            # every thread gets here (bounded waits), so a hung cluster still meets here
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
 
     return kernel

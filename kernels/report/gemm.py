@@ -40,7 +40,11 @@ def delay_label(d: dict) -> str:
 def detail(r: dict) -> str:
     if r["outcome"] == "timeout":
         t = r["timeout"]
-        return t.get("host") or f"{t['barrier']}/{t['role']}@k{t['k']}"
+        if "host" in t:
+            return t["host"]
+        if "rank" in t:  # cluster kernels: "rank 1 timed out on tma_bar stage 0" (records before clusters have no rank)
+            return f"rank {t['rank']} (cluster {t['cluster']}, CTA {t['cta']}) {t['barrier']}[{t['stage']}]/{t['role']}@k{t['k']}"
+        return f"{t['barrier']}/{t['role']}@k{t['k']}"
     if r["outcome"] == "wrong":
         return f"{len(r['wrong_tiles'])}/{r['tiles']} tiles"
     return ""
@@ -65,6 +69,16 @@ def bench_table(rows: list[dict]) -> list[dict]:
     return [{"kernel": r["name"], "commit": r["commit"], **r["bench"]} for r in rows if r["kind"] == "bench"]
 
 
+def timeout_sentence(r: dict) -> str | None:
+    """One line for a kernel-side timeout record: which CTA (rank / cluster where the kernel
+    ran on clusters) timed out on which barrier and stage, in which role and k-tile."""
+    t = r.get("timeout") or {}
+    if r.get("outcome") != "timeout" or "barrier" not in t:
+        return None
+    who = f"rank {t['rank']} of cluster {t['cluster']} (CTA {t['cta']})" if "rank" in t else f"CTA {t['cta']}"
+    return f"{who} timed out on {t['barrier']} stage {t['stage']} ({t['role']}, k-tile {t['k']}, tile {t['tile']}, parity {t['parity']})"
+
+
 def render(outcomes: list[dict], bench: list[dict]) -> str:
     w = max((len(t["kernel"]) for t in outcomes), default=10)
     lines = [f"{'kernel':<{w}}  {'delay':<26} {'n':>3}  outcome", "-" * (w + 60)]
@@ -75,7 +89,9 @@ def render(outcomes: list[dict], bench: list[dict]) -> str:
     if bench:
         lines += ["", f"{'kernel (4096^3)':<{w}}  {'ms':>8} {'TFLOP/s':>8} {'torch':>8} {'ratio':>6}", "-" * (w + 40)]
         for b in bench:
-            lines.append(f"{b['kernel']:<{w}}  {b['ms']:>8.4f} {b['tflops']:>8.1f} {b['torch_tflops']:>8.1f} {b['ratio_vs_torch']:>6.3f}")
+            med = (f"   median {b['median_ms']:.4f} ms {b['median_tflops']:.1f} TFLOP/s (torch {b['torch_median_tflops']:.1f})"
+                   if "median_ms" in b else "")
+            lines.append(f"{b['kernel']:<{w}}  {b['ms']:>8.4f} {b['tflops']:>8.1f} {b['torch_tflops']:>8.1f} {b['ratio_vs_torch']:>6.3f}{med}")
     return "\n".join(lines)
 
 

@@ -176,6 +176,51 @@ def trace_jobs() -> list[Job]:
     return [Job(spec, NO_DELAY, launches=3) for spec in specs]
 
 
+def _cl(cm: int, cn: int, **kw) -> GemmConfig:
+    return _cfg(cluster_m=cm, cluster_n=cn, **kw)
+
+
+def cluster_correct_jobs() -> list[Job]:
+    """ws_cluster without bugs: 2x1 and 1x2 on three shapes (persistent with several tiles per
+    cluster at even and odd K_TILES, and a grid with one tile per cluster), a producer delay on
+    the persistent ones; 2x2, 4x1, 1x4 and the degenerate 1x1 once each."""
+    jobs = []
+    for cm, cn in ((2, 1), (1, 2)):
+        for shape, delays in ((PERSIST_EVEN, (NO_DELAY, PRODUCER_DELAY)), (PERSIST_ODD, (NO_DELAY, CONSUMER_DELAY)),
+                              (GRID, (NO_DELAY,))):
+            spec = KernelSpec("ws_cluster", _cl(cm, cn, **shape, PIPE_DEPTH=4))
+            jobs += [Job(spec, d) for d in delays]
+    for cm, cn in ((2, 2), (4, 1), (1, 4), (1, 1)):
+        jobs.append(Job(KernelSpec("ws_cluster", _cl(cm, cn, **PERSIST_EVEN, PIPE_DEPTH=4))))
+    return jobs
+
+
+def cluster_bug_jobs() -> list[Job]:
+    """Each cluster knob on 2x1 and 1x2, and ws's knobs on 2x1 (3 launches each, no delay;
+    the cluster knobs also with a producer delay)."""
+    jobs = []
+    for cm, cn in ((2, 1), (1, 2)):
+        for knob in (dict(multicast_skip_rank=0), dict(multicast_skip_rank=1), dict(release_unscaled=True),
+                     dict(expect_tx_local=True), dict(skip_exit_sync=True)):
+            spec = KernelSpec("ws_cluster", _cl(cm, cn, **PERSIST_EVEN, PIPE_DEPTH=4, **knob))
+            # a bug may trap (an arrival past the pending count, an exited peer): a process per launch
+            jobs += [Job(spec, NO_DELAY, may_fault=True), Job(spec, PRODUCER_DELAY, may_fault=True)]
+    for knob, shape in ((dict(skip_mma_phase_flip=True), PERSIST_EVEN), (dict(wait_parity_flip="tma"), PERSIST_EVEN),
+                        (dict(wait_parity_flip="mma"), PERSIST_EVEN), (dict(expect_tx_delta=1024), PERSIST_EVEN),
+                        (dict(expect_tx_delta=-1024), PERSIST_EVEN), (dict(skip_store_wait=True), PERSIST_EVEN),
+                        (dict(reset_phase_per_tile=True), PERSIST_ODD)):
+        spec = KernelSpec("ws_cluster", _cl(2, 1, **shape, PIPE_DEPTH=4, **knob))
+        jobs.append(Job(spec, NO_DELAY, may_fault=True))
+    return jobs
+
+
+def cluster_bench_jobs() -> list[Job]:
+    """4096^3: ws_cluster 2x1, 1x2, 2x2 beside ws (PIPE 4), each with torch.matmul in the same process."""
+    specs = [KernelSpec("ws", _cfg(**BIG, PIPE_DEPTH=4))]
+    specs += [KernelSpec("ws_cluster", _cl(cm, cn, **BIG, PIPE_DEPTH=4)) for cm, cn in ((2, 1), (1, 2), (2, 2))]
+    return [Job(spec, NO_DELAY, launches=1, kind="bench") for spec in specs]
+
+
 PLANS = {
     "smoke": lambda: [Job(KernelSpec("v4", _cfg(**GRID)), NO_DELAY, launches=1)],
     "correct": correct_jobs,
@@ -186,4 +231,5 @@ PLANS = {
     "v4-parity": lambda: [j for j in bug_jobs() if j.spec.step == "v4" and j.spec.config.wait_parity_flip == "tma"]
     + [Job(KernelSpec("v4", _cfg(**GRID, wait_parity_flip="tma")), CONSUMER_DELAY)],
     "silicon": lambda: correct_jobs() + trace_jobs() + bench_jobs() + bug_jobs(),
+    "cluster": lambda: cluster_correct_jobs() + cluster_bench_jobs() + cluster_bug_jobs(),
 }

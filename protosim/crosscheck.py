@@ -45,6 +45,10 @@ from protosim.verdict import judge
 SILICON_KIND = {"correct": "correct", "wrong": "wrong", "timeout": "deadlock", "fault": "fault"}
 """Silicon outcome -> simulator outcome class (verdict.OUTCOMES)."""
 
+SIM_STEP_OF_KERNEL = {"ws_cluster": "ws"}
+"""Kernel steps the simulator models as another step: ``ws_cluster`` (kernels/tirx/hopper_cluster.py)
+is ``ws`` with ``cluster_m x cluster_n > 1`` (its records read back as ws cases; :func:`job_for` maps back)."""
+
 
 @dataclass(frozen=True)
 class Site:
@@ -76,7 +80,7 @@ def case_of(record: dict[str, Any]) -> Case:
     applied.  ``kernels.runner.gemm`` has always written the inputs just before the launch, so a
     record says ``flushed`` only when the run evicted them (``--l2 flush``)."""
     l2 = "cold" if record.get("l2_at_launch") == "flushed" else "inputs"
-    return Case(record["step"], GemmConfig.from_dict({**record["config"], **record.get("delays", {}), "l2_at_launch": l2}))
+    return Case(SIM_STEP_OF_KERNEL.get(record["step"], record["step"]), GemmConfig.from_dict({**record["config"], **record.get("delays", {}), "l2_at_launch": l2}))
 
 
 def observe(record: dict[str, Any]) -> Observed:
@@ -330,7 +334,7 @@ def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[
 
 
 def _check_record(r: dict[str, Any], where: str, max_ops: int, built: set[str]) -> None:
-    if r.get("step") not in STEPS:
+    if SIM_STEP_OF_KERNEL.get(r.get("step"), r.get("step")) not in STEPS:
         raise RecordError(f"{where}: step {r.get('step')!r}; use one of {', '.join(STEPS)}")
     if not isinstance(r.get("config"), dict) or not isinstance(r.get("delays", {}), dict):
         raise RecordError(f"{where}: config and delays must be objects of GemmConfig fields")

@@ -31,6 +31,8 @@ def primfunc(step: str, cfg: GemmConfig, trace: bool = False) -> Any:
         from kernels.spec import KernelSpec
         from kernels.tirx import hopper
 
+        if step == "ws" and cfg.cluster_size > 1:  # the simulator's ws on a cluster is the kernels' ws_cluster
+            step = "ws_cluster"
         return hopper.build(KernelSpec(step, cfg, trace))
     if step == "v7":
         from kernels.tirx.book import book_step

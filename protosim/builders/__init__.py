@@ -28,6 +28,7 @@ _SHAPE = {"M", "N", "K", "BLK_M", "BLK_N", "BLK_K", "arch", "l2_at_launch"}
 _THREAD_COPY = _SHAPE | {"skip_mma_phase_flip", "wait_parity_flip", "consumer_delay_ns", "lag_warp", "lag_ns"}
 _TMA = _THREAD_COPY | {"tma_issuer", "expect_tx_delta", "skip_store_wait", "producer_delay_ns"}
 _PERSISTENT = _TMA | {"PIPE_DEPTH", "sm_count", "l2_group_size", "reset_phase_per_tile"}
+_CLUSTER = {"cluster_m", "cluster_n", "multicast_skip_rank", "release_unscaled", "expect_tx_local", "skip_exit_sync"}
 HONOURS: dict[str, frozenset[str]] = {
     "hgemm_v1": frozenset(_THREAD_COPY),
     "hgemm_v2": frozenset(_THREAD_COPY),
@@ -35,7 +36,7 @@ HONOURS: dict[str, frozenset[str]] = {
     "hgemm_v4": frozenset(_TMA),
     "hgemm_v5": frozenset(_TMA | {"PIPE_DEPTH"}),
     "hgemm_v6": frozenset(_PERSISTENT),
-    "hgemm_ws": frozenset(_PERSISTENT - {"tma_issuer"}),
+    "hgemm_ws": frozenset(_PERSISTENT - {"tma_issuer"} | _CLUSTER),
     "triton_pipeline": frozenset(f for f in triton_pipeline.PipelineConfig.__dataclass_fields__),
 }
 """Config fields each builder reads; every other knob is ignored by it."""

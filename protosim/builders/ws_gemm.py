@@ -54,6 +54,7 @@ from __future__ import annotations
 from protosim.arch import load_profile
 from protosim.builders.gemm_cta import MMA_ROLE, PRODUCER_ROLE, GemmCta, empty_bar, storage, tma_bar
 from protosim.builders.seed_gemm import persistent_tiles
+from protosim.builders.ws_cluster import build_ws_cluster
 from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
 from protosim.ir import CtaProgram, CtaSync, Op, RoleDecl, Schedule
@@ -121,6 +122,11 @@ def build_ws(cfg: GemmConfig) -> Schedule:
     """Step ws: one TMA producer warp and one wgmma warpgroup per persistent CTA."""
     arch = load_profile(cfg.arch)
     check(cfg, arch.mma_kind)
+    if cfg.cluster_size > 1:  # the kernels' ws_cluster step (kernels/tirx/hopper_cluster.py)
+        return build_ws_cluster(cfg)
+    for knob in ("multicast_skip_rank", "release_unscaled", "expect_tx_local", "skip_exit_sync"):
+        if getattr(cfg, knob) != getattr(GemmConfig(), knob):
+            raise ConfigError(knob, f"{getattr(cfg, knob)!r} needs a cluster; set cluster_m or cluster_n to 2 or more")
     depth = cfg.PIPE_DEPTH
     barriers, buffers = storage(cfg, arch, depth, True)  # Hopper's: tma_bar[s] and empty_bar[s], then mma_bar
     ctas = []

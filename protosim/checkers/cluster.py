@@ -60,7 +60,7 @@ def check(result) -> list[Finding]:
                  "buffer": d["buffer"], "stage": d["stage"], "mode": d["mode"], "issued": e.t}))
         if space.get(d["buffer"]) == "tmem":
             for fr in frees.get(owner, ()):
-                if fr.t >= e.t and not knowledge.known(e, fr.data["clock"]):
+                if not knowledge.known(e, fr.data["clock"]):  # in flight at the dealloc, or issued after it
                     _once(findings, seen, (TMEM_FREED, e.cta, e.who, e.op, owner), Finding(
                         TMEM_FREED, owner, fr.who, fr.op, fr.t,
                         f"CTA {owner} {fr.who} freed its TMEM (tcgen05.dealloc, op #{fr.op}) at cycle {cyc(fr.t)} "

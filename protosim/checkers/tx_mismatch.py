@@ -26,6 +26,8 @@ def check(result) -> list[Finding]:
         expected[key] = expected.get(key, 0) + d["bytes"]
         first.setdefault(key, e)
     issued: dict[tuple, int] = {}
+    sources: dict[tuple, dict[int, int]] = {}  # in a cluster: (cta, barrier, use) -> issuing CTA -> bytes
+    cluster = result.schedule.cluster
     for e in log.of_kind("issue"):
         d = e.data
         if d["what"] == "tma_load":
@@ -34,6 +36,9 @@ def check(result) -> list[Finding]:
                 key = (cta, d["barrier"], d["use"])
                 issued[key] = issued.get(key, 0) + d["bytes"]
                 first.setdefault(key, e)
+                if cluster > 1:
+                    per = sources.setdefault(key, {})
+                    per[e.cta] = per.get(e.cta, 0) + d["bytes"]
     # A trap cuts the run short: the phases in flight on the trapping barrier never got
     # all their producers, so their byte counts prove nothing.
     trap = result.trap
@@ -47,10 +52,21 @@ def check(result) -> list[Finding]:
             continue
         anchor = first[key]
         what = "too many: the phase can never complete" if exp > got else "too few: the phase completes before all data lands"
+        evidence = {"barrier": barrier, "use": use, "expected_bytes": exp, "issued_bytes": got}
+        by = ""
+        if cluster > 1:
+            sent = sources.get(key, {})
+            # Peers of its cluster that send to this barrier elsewhere but sent nothing here.
+            peers = {c for (k_cta, k_bar, _), per in sources.items() if k_bar == barrier
+                     and k_cta // cluster == cta // cluster for c in per} - set(sent)
+            by = "; by source: " + ", ".join(f"CTA {c} {n}" for c, n in sorted(sent.items()))
+            by += "".join(f", none from CTA {c}" for c in sorted(peers))
+            evidence["sources"] = {str(c): n for c, n in sorted(sent.items())}
+            evidence["silent_peers"] = sorted(peers)
         findings.append(Finding(
             KIND, cta, anchor.who, anchor.op, anchor.t,
-            f"CTA {cta}: phase {use} of {barrier} expects {exp} bytes but its TMA loads bring {got} ({what})",
-            {"barrier": barrier, "use": use, "expected_bytes": exp, "issued_bytes": got},
+            f"CTA {cta}: phase {use} of {barrier} expects {exp} bytes but its TMA loads bring {got} ({what}){by}",
+            evidence,
         ))
     for e in log.of_kind("complete_tx"):
         d = e.data

@@ -130,10 +130,12 @@ class Pipeline:
         return use
 
     def producer_commit(self, state: PipelineState, bytes: int = 0, loads: Sequence[tuple[Any, ...]] = (),
-                        issuer: Issuer = "one", **tags: Any) -> int:
-        """Fill the stage.  ``fill="tma"``: a ``TmaLoad`` per ``(bytes, dst)`` or ``(bytes, dst,
-        src)`` in ``loads``, then ``arrive.expect_tx`` of ``bytes`` (the total the code
-        announces -- pass a wrong one to write that bug); otherwise one arrival."""
+                        issuer: Issuer = "one", cta: int | None = None, **tags: Any) -> int:
+        """Fill the stage.  ``fill="tma"``: a ``TmaLoad`` per ``(bytes, dst)``, ``(bytes, dst,
+        src)`` or ``(bytes, dst, src, fields)`` in ``loads`` (``fields``: more ``TmaLoad`` fields,
+        e.g. a cluster ``multicast``), then ``arrive.expect_tx`` of ``bytes`` (the total the code
+        announces -- pass a wrong one to write that bug) on the barrier of cluster rank ``cta``
+        (``None``: the CTA's own); otherwise one arrival."""
         if self.fill != "tma" and (bytes or loads):
             raise TypeError(f"Pipeline.producer_commit: fill = {self.fill!r} moves no bytes")
         barrier = self._full(state)
@@ -142,10 +144,12 @@ class Pipeline:
             self._producer(ARRIVALS[self.fill](barrier=barrier, use=use, issuer=issuer, **tags))
             return use
         for load in loads:
-            nbytes, dst, *src = load
-            self._producer(TmaLoad(barrier=barrier, use=use, bytes=nbytes, dst=dst, src=src[0] if src else "",
-                                   issuer=issuer, **tags))
-        self._producer(ArriveExpectTx(barrier=barrier, use=use, bytes=bytes, issuer=issuer, **tags))
+            nbytes, dst, *rest = load
+            src = rest[0] if rest else ""
+            fields = rest[1] if len(rest) > 1 else {}
+            self._producer(TmaLoad(barrier=barrier, use=use, bytes=nbytes, dst=dst, src=src, issuer=issuer,
+                                   **fields, **tags))
+        self._producer(ArriveExpectTx(barrier=barrier, use=use, bytes=bytes, issuer=issuer, cta=cta, **tags))
         return use
 
     # -- consumer -------------------------------------------------------------
@@ -158,10 +162,22 @@ class Pipeline:
                             issuer=issuer, **tags))
         return use
 
-    def consumer_release(self, state: PipelineState, issuer: Issuer = "one", **tags: Any) -> int:
+    def consumer_release(self, state: PipelineState, issuer: Issuer = "one", ranks: Sequence[int] = (),
+                         **tags: Any) -> int:
         """Free the stage for the producer (after the reads of it completed -- on Hopper,
-        ``wgmma.wait_group 0`` first; ``release="mma_commit"`` waits for the MMAs itself)."""
+        ``wgmma.wait_group 0`` first; ``release="mma_commit"`` waits for the MMAs itself).
+        ``ranks``: in a cluster, the CTAs whose producers wait for this release (every CTA
+        whose multicast writes into the stage) -- one arrival on each one's ``empty[s]``,
+        the same use (an ``mbarrier.arrive.shared::cluster`` each; a ``tcgen05.commit``
+        multicast to them)."""
         barrier = self._empty(state)
         use = self.consumed.take(barrier)
-        self._consumer(ARRIVALS[self.release](barrier=barrier, use=use, issuer=issuer, **tags))
+        op = ARRIVALS[self.release]
+        if not ranks:
+            self._consumer(op(barrier=barrier, use=use, issuer=issuer, **tags))
+        elif op is MmaCommit:
+            self._consumer(op(barrier=barrier, use=use, issuer=issuer, multicast=tuple(ranks), **tags))
+        else:
+            for r in ranks:
+                self._consumer(op(barrier=barrier, use=use, issuer=issuer, cta=r, **tags))
         return use

@@ -105,6 +105,8 @@ class SyncUnit(Unit):
         clock = w.tick()
         if not op.relaxed:  # .release: what this warp did is visible to every waiter of phase n
             cb.clocks[n] = list(clock) if cb.clocks.get(n) is None else list(map(max, cb.clocks[n], clock))
+            if w.lane_writes:  # .aligned: every lane takes part, so each lane's stores go with it
+                self.lane_release(w, i, op.kind)
         cb.arrived[n] = cb.arrived.get(n, 0) + 1
         m.log.emit(m.env.now, "cluster_arrive", w.cta.index, w.who, i, phase=n, relaxed=op.relaxed)
         self._settle(cb, n)

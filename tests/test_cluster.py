@@ -1,0 +1,290 @@
+"""Thread-block clusters: the IR's cluster fields, the engine's cross-CTA semantics
+(multicast TMA, remote arrives, barrier.cluster, 2-CTA tcgen05, TMEM column ranges) and
+the checkers' cross-CTA findings, on hand-written schedules; then the Hopper cluster builder
+(hgemm_ws with cluster_m / cluster_n) and its knobs.  docs/semantics.md "Clusters"."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from protosim.arch import load_profile
+from protosim.builders import BUILDERS
+from protosim.checkers import run_checkers
+from protosim.config import GemmConfig
+from protosim.engine.machine import replay
+from protosim.ir import (
+    Access,
+    Arrive,
+    ArriveExpectTx,
+    BarrierDecl,
+    BufferDecl,
+    ClusterArrive,
+    ClusterWait,
+    CtaProgram,
+    LocalLoad,
+    MbarInit,
+    Mma,
+    MmaCommit,
+    RoleDecl,
+    Schedule,
+    ScheduleError,
+    Sleep,
+    SmemStore,
+    TmaLoad,
+    TmemAlloc,
+    TmemDealloc,
+    TmemLoad,
+    TmemStore,
+    WaitLd,
+    WaitSt,
+    Wait,
+    content_hash,
+    from_json,
+    to_json,
+    validate,
+    validate_for,
+)
+from protosim.verdict import classify
+
+SYNC = (ClusterArrive(), ClusterWait())
+
+
+def kinds(result) -> set[str]:
+    return {f.kind for f in run_checkers(result)}
+
+
+def ring(k_tiles: int = 3, skip_rank: int | None = None, release: int = 2, exit_sync: bool = True,
+         expect: int = 4000) -> Schedule:
+    """Two CTAs, each loading its own A (2000 B) and half of a shared B (1000 B) multicast to
+    both, on a one-stage ring: the Hopper cluster kernels' protocol in miniature."""
+    def prog(rank: int) -> CtaProgram:
+        prod: list = [MbarInit(barrier="full", issuer="one"), MbarInit(barrier="empty", issuer="one"), *SYNC]
+        cons: list = list(SYNC)
+        for k in range(k_tiles):
+            prod += [Wait(barrier="empty", parity=(k + 1) % 2, use=k - 1, issuer="one"),
+                     ArriveExpectTx(barrier="full", use=k, bytes=expect, issuer="one"),
+                     TmaLoad(barrier="full", use=k, bytes=2000, dst=Access("A", 0, f"A{rank}.{k}"), issuer="one", k=k)]
+            if rank != skip_rank:
+                prod.append(TmaLoad(barrier="full", use=k, bytes=1000, dst=Access("B", 0, f"B.{k}", part=rank),
+                                    multicast=(0, 1), issuer="one", k=k))
+            cons += [Wait(barrier="full", parity=k % 2, use=k),
+                     LocalLoad(bytes=64, src=Access("A", 0, f"A{rank}.{k}")),
+                     LocalLoad(bytes=64, src=Access("B", 0, f"B.{k}")),
+                     *(Arrive(barrier="empty", use=k, cta=r, issuer="one") for r in (0, 1))]
+        if exit_sync:
+            prod += SYNC
+            cons += SYNC
+        return CtaProgram(rank, (tuple(prod), tuple(cons)))
+
+    return Schedule(name="ring", arch="h200", barriers=(BarrierDecl("full", 1), BarrierDecl("empty", release)),
+                    buffers=(BufferDecl("A", "smem", bytes=2000), BufferDecl("B", "smem", bytes=2000, parts=2)),
+                    roles=(RoleDecl("producer", 1), RoleDecl("consumer", 1)), ctas=(prog(0), prog(1)), cluster=2)
+
+
+# -- IR ----------------------------------------------------------------------------------------------------------
+
+
+def test_cluster_schedule_round_trips_and_the_cluster_is_part_of_its_identity():
+    s = ring()
+    validate(s)
+    assert from_json(to_json(s)) == s
+    one = dataclasses.replace(s, cluster=1, ctas=s.ctas[:1])
+    assert "cluster" not in to_json(one)  # schedules written before clusters keep their hashes
+    assert content_hash(s) != content_hash(dataclasses.replace(s, cluster=1))
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda s: dataclasses.replace(s, ctas=s.ctas[:1]), "lacks rank(s) [1]"),
+    (lambda s: dataclasses.replace(s, cluster=1), "cluster rank 1, but the cluster has 1 CTA"),
+    (lambda s: dataclasses.replace(s, ctas=(s.ctas[0], CtaProgram(1, ((Arrive(barrier="full", use=0, cta=5),), ())))),
+     "cluster rank 5"),
+])
+def test_bad_cluster_schedules_are_refused_naming_the_fix(mutate, words):
+    with pytest.raises(ScheduleError, match=re.escape(words)):
+        validate(mutate(ring()))
+
+
+def test_columns_only_on_tmem_and_pairs_only_from_the_even_cta():
+    base = ring()
+    bad = dataclasses.replace(base, ctas=(base.ctas[0], CtaProgram(1, (
+        (LocalLoad(bytes=4, src=Access("A", 0, "x", columns=(0, 8))),), ()))))
+    with pytest.raises(ScheduleError, match="column ranges are for TMEM"):
+        validate(bad)
+    odd = dataclasses.replace(base, ctas=(base.ctas[0], CtaProgram(1, (
+        (Mma(m=256, n=64, k_elems=16, cta_group=2),), ()))))
+    with pytest.raises(ScheduleError, match="even CTA of a pair"):
+        validate(odd)
+
+
+def test_an_arch_refuses_clusters_larger_than_it_allows():
+    s = dataclasses.replace(ring(), cluster=16)
+    with pytest.raises(ScheduleError, match="at most 8"):
+        validate_for(s, load_profile("h200"))
+
+
+# -- engine + checkers on hand-written schedules ---------------------------------------------------------------
+
+
+def test_the_multicast_ring_is_clean_and_both_ctas_get_both_halves():
+    r = replay(ring())
+    assert not r.blocked and r.trap is None
+    assert kinds(r) == set()
+    landed = {(e.cta, e.data["from_cta"]) for e in r.log.of_kind("complete_tx") if "from_cta" in e.data}
+    assert landed == {(0, 0), (0, 1), (1, 0), (1, 1)}  # each CTA's multicast lands in both
+
+
+def test_a_rank_that_never_issues_its_half_hangs_its_peers_and_the_finding_names_the_sources():
+    r = replay(ring(skip_rank=1))
+    found = run_checkers(r)
+    assert classify(r, found).kind == "deadlock"
+    tx = [f for f in found if f.kind == "tx_mismatch" and f.cta == 0]
+    assert tx and "CTA 0 3000" in tx[0].message and tx[0].evidence["sources"] == {"0": 3000}
+
+
+def test_a_remote_arrive_lands_after_the_cluster_network_latency():
+    r = replay(ring())
+    lat = load_profile("h200").remote_arrive_cycles
+    remote = [e for e in r.log.of_kind("arrive") if e.data.get("from_cta") is not None]
+    assert remote
+    # the consumer issues the two arrives back to back: the local one lands at issue, the remote one lat later
+    for e in remote:
+        local = next(x for x in r.log.of_kind("arrive") if x.cta == e.data["from_cta"] and x.who == e.who
+                     and x.op == e.op - 1 and "from_cta" not in x.data) if e.cta == 1 else None
+        if local is not None:
+            assert e.t - local.t >= lat - 1
+
+
+def test_a_release_count_not_scaled_by_the_cluster_is_an_arrival_mismatch_naming_both_ctas():
+    found = run_checkers(replay(ring(release=1)))
+    mism = [f for f in found if f.kind == "arrival_mismatch"]
+    assert mism
+    assert any("CTA 1" in f.message and "CTA 0's empty" in f.message for f in mism)
+    assert {"war_race"} <= {f.kind for f in found}
+
+
+def test_exiting_without_a_cluster_barrier_is_peer_exited_and_with_one_it_is_not():
+    bad = [f for f in run_checkers(replay(ring(exit_sync=False))) if f.kind == "peer_exited"]
+    assert bad and all("CTA 0" in f.message and "CTA 1" in f.message for f in bad)
+    assert not [f for f in run_checkers(replay(ring())) if f.kind == "peer_exited"]
+
+
+def _dsmem(relaxed: bool) -> Schedule:
+    """CTA 0 stores into CTA 1's buffer, both pass a cluster barrier, CTA 1 reads it."""
+    p0 = (SmemStore(bytes=128, dst=Access("X", 0, "x", cta=1)), ClusterArrive(relaxed=relaxed), ClusterWait())
+    p1 = (ClusterArrive(), ClusterWait(), LocalLoad(bytes=128, src=Access("X", 0, "x")))
+    return Schedule(name="dsmem", arch="h200", barriers=(), buffers=(BufferDecl("X", "smem", bytes=128),),
+                    roles=(RoleDecl("w", 1),), ctas=(CtaProgram(0, (p0,)), CtaProgram(1, (p1,))), cluster=2)
+
+
+def test_barrier_cluster_release_orders_a_dsmem_store_and_relaxed_does_not():
+    assert kinds(replay(_dsmem(relaxed=False))) == set()
+    assert "raw_race" in kinds(replay(_dsmem(relaxed=True)))
+
+
+def test_a_second_cluster_arrive_before_the_wait_traps():
+    s = _dsmem(False)
+    p0 = (ClusterArrive(), ClusterArrive(), ClusterWait())
+    r = replay(dataclasses.replace(s, ctas=(CtaProgram(0, (p0,)), s.ctas[1])))
+    assert r.trap is not None and r.trap.kind == "cluster_rearrive"
+
+
+def test_an_exited_warp_counts_as_arrived_at_barrier_cluster():
+    s = Schedule(name="exit", arch="h200", barriers=(), buffers=(), roles=(RoleDecl("a", 1), RoleDecl("b", 1)),
+                 ctas=tuple(CtaProgram(i, (SYNC, ())) for i in range(2)), cluster=2)
+    r = replay(s)
+    assert not r.blocked and r.ctas_finished == 2
+
+
+def _pair(dealloc_early: bool = False) -> Schedule:
+    """A 2-CTA MMA by CTA 0 over both CTAs' operands, committed to both CTAs' barriers; each
+    CTA reads its own TMEM accumulator after its wait."""
+    def prog(rank: int) -> CtaProgram:
+        ops: list = [MbarInit(barrier="done", issuer="one"), TmemAlloc(columns=128, cta_group=2, issuer="warp0"),
+                     *(SmemStore(bytes=4096, dst=Access(b, 0, f"{b}{rank}", part=-1)) for b in "AB"), *SYNC]
+        if rank == 0:
+            ops += [Mma(m=256, n=128, k_elems=64, issuer="one", cta_group=2,
+                        reads=tuple(Access(b, 0, f"{b}{r}", cta=r) for b in "AB" for r in (0, 1)),
+                        writes=tuple(Access("acc", 0, "D", cta=r) for r in (0, 1))),
+                    MmaCommit(barrier="done", use=0, multicast=(0, 1), issuer="one")]
+        if dealloc_early and rank == 1:
+            ops += [TmemDealloc(columns=128, cta_group=2, issuer="warp0"), Wait(barrier="done", parity=0, use=0)]
+        else:
+            ops += [Wait(barrier="done", parity=0, use=0),
+                    TmemLoad(bytes=4096, src=Access("acc", 0, "D", part=-1)), WaitLd()]
+            ops += [*SYNC, TmemDealloc(columns=128, cta_group=2, issuer="warp0")]
+        return CtaProgram(rank, (tuple(ops),))
+
+    return Schedule(name="pair", arch="b200", barriers=(BarrierDecl("done", 1),),
+                    buffers=(BufferDecl("A", "smem", bytes=16384, parts=4), BufferDecl("B", "smem", bytes=16384, parts=4),
+                             BufferDecl("acc", "tmem", columns=128, parts=4)),
+                    roles=(RoleDecl("w", 4),), ctas=(prog(0), prog(1)), cluster=2)
+
+
+def test_a_2cta_mma_commit_multicast_releases_both_ctas_and_keeps_both_tensor_cores_busy():
+    r = replay(_pair())
+    assert r.trap is None and not r.blocked
+    assert kinds(r) == set()
+    assert r.stats.sms_used == 2  # the peer's tensor core did its half
+    assert {e.cta for e in r.log.of_kind("arrive") if e.who == "mma"} == {0, 1}
+
+
+def test_freeing_tmem_before_the_peer_mma_is_known_done_is_tmem_freed_early():
+    found = run_checkers(replay(_pair(dealloc_early=True)))
+    early = [f for f in found if f.kind == "tmem_freed_early"]
+    assert early and "CTA 1" in early[0].message and "CTA 0" in early[0].message
+
+
+def _columns(lo: int, hi: int) -> Schedule:
+    """One warp stores and reads back TMEM columns [lo, hi); another, unsynchronised and later,
+    stores [0, 64)."""
+    ops_a = (Sleep(cycles=500), TmemStore(bytes=1024, dst=Access("acc", 0, "new", part=0, columns=(0, 64))), WaitSt())
+    ops_b = (TmemStore(bytes=1024, dst=Access("acc", 0, "old", part=0, columns=(lo, hi))), WaitSt(),
+             TmemLoad(bytes=1024, src=Access("acc", 0, "old", part=0, columns=(lo, hi))), WaitLd())
+    return Schedule(name="cols", arch="b200", barriers=(), buffers=(BufferDecl("acc", "tmem", columns=128),),
+                    roles=(RoleDecl("a", 1), RoleDecl("b", 1)), ctas=(CtaProgram(0, (ops_a, ops_b)),))
+
+
+def test_tmem_accesses_conflict_exactly_where_their_column_ranges_overlap():
+    assert kinds(replay(_columns(64, 128))) == set()  # disjoint: no conflict
+    overlap = [f for f in run_checkers(replay(_columns(32, 96))) if f.kind in ("war_race", "raw_race")]
+    assert overlap and "columns 32..63" in overlap[0].message
+
+
+# -- the Hopper cluster builder -------------------------------------------------------------------------------
+
+
+def ws(**kw) -> GemmConfig:
+    base = dict(M=512, N=512, K=512, BLK_N=128, PIPE_DEPTH=2, arch="h200", sm_count=8, cluster_m=2)
+    return GemmConfig.from_dict({**base, **kw})
+
+
+@pytest.mark.parametrize("shape", [dict(cluster_m=2), dict(cluster_m=1, cluster_n=2), dict(cluster_m=2, cluster_n=2),
+                                   dict(cluster_m=2, PIPE_DEPTH=3, K=448), dict(cluster_m=4, M=1024, sm_count=8)])
+def test_the_correct_hopper_cluster_kernel_is_clean(shape):
+    s = BUILDERS["hgemm_ws"](ws(**shape))
+    assert s.cluster == ws(**shape).cluster_size
+    r = replay(s)
+    found = run_checkers(r)
+    assert classify(r, found).kind == "correct" and not found, [f.message for f in found[:3]]
+
+
+@pytest.mark.parametrize("knob, expected", [
+    (dict(multicast_skip_rank=1), {"deadlock", "tx_mismatch"}),
+    (dict(release_unscaled=True), {"arrival_mismatch", "war_race"}),
+    (dict(expect_tx_local=True), {"tx_mismatch"}),
+    (dict(skip_exit_sync=True), {"peer_exited"}),
+])
+def test_each_cluster_knob_is_found_with_its_kind_naming_both_ctas(knob, expected):
+    found = run_checkers(replay(BUILDERS["hgemm_ws"](ws(**knob))))
+    assert expected <= {f.kind for f in found}
+    cross = [f for f in found if f.kind in expected - {"deadlock"}]
+    assert any(f.message.count("CTA ") >= 2 for f in cross)
+
+
+def test_cluster_knobs_without_a_cluster_are_refused():
+    from protosim.config import ConfigError
+    with pytest.raises(ConfigError, match="needs a cluster"):
+        BUILDERS["hgemm_ws"](ws(cluster_m=1, skip_exit_sync=True))

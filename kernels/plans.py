@@ -203,14 +203,17 @@ def cluster_bug_jobs() -> list[Job]:
         for knob in (dict(multicast_skip_rank=0), dict(multicast_skip_rank=1), dict(release_unscaled=True),
                      dict(expect_tx_local=True), dict(skip_exit_sync=True)):
             spec = KernelSpec("ws_cluster", _cl(cm, cn, **PERSIST_EVEN, PIPE_DEPTH=4, **knob))
-            # a bug may trap (an arrival past the pending count, an exited peer): a process per launch
-            jobs += [Job(spec, NO_DELAY, may_fault=True), Job(spec, PRODUCER_DELAY, may_fault=True)]
+            # a CTA leaving while its peer still arrives on it may trap: a process per launch (a fault
+            # elsewhere is still recorded at its launch's synchronize, and a fresh child goes on)
+            fault = "skip_exit_sync" in knob
+            jobs += [Job(spec, NO_DELAY, may_fault=fault), Job(spec, PRODUCER_DELAY, may_fault=fault)]
     for knob, shape in ((dict(skip_mma_phase_flip=True), PERSIST_EVEN), (dict(wait_parity_flip="tma"), PERSIST_EVEN),
                         (dict(wait_parity_flip="mma"), PERSIST_EVEN), (dict(expect_tx_delta=1024), PERSIST_EVEN),
                         (dict(expect_tx_delta=-1024), PERSIST_EVEN), (dict(skip_store_wait=True), PERSIST_EVEN),
                         (dict(reset_phase_per_tile=True), PERSIST_ODD)):
         spec = KernelSpec("ws_cluster", _cl(2, 1, **shape, PIPE_DEPTH=4, **knob))
-        jobs.append(Job(spec, NO_DELAY, may_fault=True))
+        # ws's phase bugs trapped on the H200 (a producer re-arming an unfinished phase)
+        jobs.append(Job(spec, NO_DELAY, may_fault="reset_phase_per_tile" in knob or "skip_mma_phase_flip" in knob))
     return jobs
 
 

@@ -255,6 +255,9 @@ def _parser() -> argparse.ArgumentParser:
     cp.add_argument("-n", type=_positive("-n", 1, 100_000), default=200, help="configs to draw (default 200)")
     cp.add_argument("--seed", type=_positive("--seed", 0), default=0, help="Hypothesis seed (default 0)")
     cp.add_argument("--steps", default="v2,v3,v4,v5,v6,ws", help="steps to draw from (default all: v2,v3,v4,v5,v6,ws)")
+    cp.add_argument("--clusters", choices=("no", "also", "only"), default="no",
+                    help="draw ws on thread-block clusters (2x1, 1x2, 2x2, 4x1, 1x4 with multicast; the cluster bug "
+                         "knobs): 'only' cluster configs, 'also' mixed with --steps, 'no' none (default)")
     cp.add_argument("--bug-share", type=float, default=0.6, help="share of configs with one bug knob set (default 0.6)")
     cp.add_argument("--runs", type=_positive("--runs", 1, 10_000), default=8, help="replays per config without delays (default 8)")
     cp.add_argument("--launches", type=_positive("--launches"), default=3, help="GPU launches per config (default 3)")
@@ -430,12 +433,14 @@ def _cmd_crosscheck(args) -> int:
         jobs_path = args.out.with_suffix(".jobs.json")
         _check_out(jobs_path, "the job list")
         n_bugs = round(args.n * args.bug_share)
-        cases = cc.draw_cases(n_bugs, args.seed, steps=steps, bugs=True) + cc.draw_cases(args.n - n_bugs, args.seed, steps=steps, bugs=False)
+        clusters = {"no": False, "also": None, "only": True}[args.clusters]
+        cases = (cc.draw_cases(n_bugs, args.seed, steps=steps, bugs=True, clusters=clusters)
+                 + cc.draw_cases(args.n - n_bugs, args.seed, steps=steps, bugs=False, clusters=clusters))
         progress = _Progress("predicting")
         preds = cc.predict_many(cases, runs=args.runs, progress=progress, source=_source(args))
         progress.close()
         jobs = [cc.job_for(c, p, args.launches) for c, p in zip(cases, preds, strict=True)]
-        plan = json.dumps({"seed": args.seed, "n": args.n, "steps": list(steps), "runs": args.runs,
+        plan = json.dumps({"seed": args.seed, "n": args.n, "steps": list(steps), "clusters": args.clusters, "runs": args.runs,
                            "predictions": [p.to_json() for p in preds]}, indent=1) + "\n"
         _write(args.out, lambda p: p.write_text(plan))
         _write(jobs_path, lambda p: p.write_text(json.dumps(jobs, indent=1) + "\n"))

@@ -48,6 +48,10 @@ BLK_N_CHOICES = (64, 128)
 """The Hopper kernels take multiples of 16 up to 128; these two are the ones run on silicon."""
 EXPECT_TX_DELTAS = (-1024, -16, 16, 1024)
 """Bytes off in ``arrive.expect_tx``: a 16-byte TMA granule and a whole 1 KiB, both signs."""
+CLUSTER_SHAPES = ((2, 1), (1, 2), (2, 2), (4, 1), (1, 4))
+"""``(cluster_m, cluster_n)`` of the cluster draws: the Hopper cluster kernel's multicast along
+one dimension, both, and four CTAs on one operand (kernels/tirx/hopper_cluster.py)."""
+CLUSTER_KNOBS = ("multicast_skip_rank", "release_unscaled", "expect_tx_local", "skip_exit_sync")
 DELAYS_NS = (2_000, 20_000)
 """Explicit ``nanosleep`` delays: 20 us made most races' outcomes repeatable on the H200
 (DEVICE.md); 2 us is about two k-tiles of work."""
@@ -79,7 +83,8 @@ class Case:
         c = self.config
         knobs = ",".join(f"{k}={v}" for k, v in sorted(c.bug_knobs.items())) or "correct"
         delays = ",".join(f"{k}={getattr(c, k)}" for k in ("producer_delay_ns", "consumer_delay_ns", "lag_ns") if getattr(c, k))
-        return f"{self.step} {c.M}x{c.N}x{c.K} p{c.PIPE_DEPTH}" + (f" sm{c.sm_count}" if c.sm_count else "") + \
+        cluster = f" c{c.cluster_m}x{c.cluster_n}" if c.cluster_size > 1 else ""
+        return f"{self.step}{cluster} {c.M}x{c.N}x{c.K} p{c.PIPE_DEPTH}" + (f" sm{c.sm_count}" if c.sm_count else "") + \
             f" {knobs}" + (f" [{delays}" + (f" warp {c.lag_warp}" if c.lag_ns else "") + "]" if delays else "") + \
             (" L2 cold" if c.l2_at_launch == "cold" else "")
 
@@ -142,8 +147,15 @@ def scenario_from_notes(text: str) -> str:
 
 
 @st.composite
-def _bug(draw, step: str, k_tiles: int) -> dict[str, Any]:
-    """At most one bug knob, legal for the step."""
+def _bug(draw, step: str, k_tiles: int, cluster: tuple[int, int] = (1, 1)) -> dict[str, Any]:
+    """At most one bug knob, legal for the step (and, on a cluster, the cluster knobs twice as
+    likely as each single-CTA one: they are what a cluster draw is for)."""
+    size = cluster[0] * cluster[1]
+    if size > 1 and draw(st.booleans()):
+        knob = draw(st.sampled_from(CLUSTER_KNOBS))
+        if knob == "multicast_skip_rank":
+            return {knob: draw(st.integers(0, size - 1))}
+        return {knob: True}
     choices = ["skip_mma_phase_flip", "wait_parity_flip_mma"]
     if step in TMA_STEPS:
         choices += ["wait_parity_flip_tma", "expect_tx_delta", "skip_store_wait"]
@@ -174,12 +186,19 @@ def _delays(draw) -> dict[str, Any]:
 
 @st.composite
 def cases(draw, steps: tuple[str, ...] = STEPS, bugs: bool | None = None, delays: bool | None = None,
-          max_ctas: int = 16, max_k_tiles: int = 20, arch: str = "h200", l2: tuple[str, ...] = ("inputs", "cold")) -> Case:
+          max_ctas: int = 16, max_k_tiles: int = 20, arch: str = "h200", l2: tuple[str, ...] = ("inputs", "cold"),
+          clusters: bool | None = False) -> Case:
     """A :class:`Case`.  ``bugs`` / ``delays``: ``True`` always one, ``False`` never,
     ``None`` either (the draw decides).  Grids stay within ``max_ctas`` CTAs (v2-v5)
     or ``max_ctas`` output tiles (v6/ws, on up to that many persistent CTAs).
     ``l2``: the launch conditions to draw ``l2_at_launch`` from (``inputs`` first: it
-    is what a launch right after writing the inputs sees, and what shrinking keeps)."""
+    is what a launch right after writing the inputs sees, and what shrinking keeps).
+    ``clusters``: ``True`` draws ``ws`` on a thread-block cluster (:data:`CLUSTER_SHAPES`,
+    whole clusters of output tiles, a persistent grid of whole clusters, the cluster knobs
+    among the bugs), ``False`` never, ``None`` either."""
+    on_cluster = draw(st.booleans()) if clusters is None else clusters
+    if on_cluster:
+        return draw(_cluster_case(bugs, delays, max_ctas, max_k_tiles, arch, l2))
     step = draw(st.sampled_from(steps))
     blk_n = draw(st.sampled_from(BLK_N_CHOICES))
     # The largest draw (BLK_N 128, 4 stages) needs 161 KiB of shared memory, within sm_90's
@@ -206,6 +225,34 @@ def cases(draw, steps: tuple[str, ...] = STEPS, bugs: bool | None = None, delays
         fields.update(draw(_delays()))
     fields["l2_at_launch"] = draw(st.sampled_from(l2))
     return Case(step, GemmConfig(**fields))
+
+
+@st.composite
+def _cluster_case(draw, bugs: bool | None, delays: bool | None, max_ctas: int, max_k_tiles: int, arch: str,
+                  l2: tuple[str, ...]) -> Case:
+    """``ws`` on a cluster: every field the Hopper cluster kernel accepts (kernels.spec.check_cluster)."""
+    cm, cn = draw(st.sampled_from(CLUSTER_SHAPES))
+    size = cm * cn
+    blk_n = draw(st.sampled_from(BLK_N_CHOICES))
+    depth = draw(st.integers(1, 4))
+    k_tiles = draw(st.sampled_from(range(1, max_k_tiles + 1)))
+    blocks = max(1, max_ctas // size)  # cluster tiles (each cm x cn output tiles)
+    bm = draw(st.sampled_from(range(1, blocks + 1)))
+    bn = draw(st.sampled_from(range(1, max(1, blocks // bm) + 1)))
+    fields: dict[str, Any] = {"arch": arch, "M": bm * cm * BLK_M, "N": bn * cn * blk_n, "K": k_tiles * BLK_K,
+                              "BLK_M": BLK_M, "BLK_N": blk_n, "BLK_K": BLK_K, "PIPE_DEPTH": depth,
+                              "cluster_m": cm, "cluster_n": cn,
+                              # fewer clusters than cluster tiles, so clusters walk several (persistent)
+                              "sm_count": size * draw(st.integers(1, bm * bn)),
+                              "l2_group_size": draw(st.sampled_from((1, 2, 8)))}
+    with_bug = draw(st.booleans()) if bugs is None else bugs
+    if with_bug:
+        fields.update(draw(_bug("ws", k_tiles, (cm, cn))))
+    with_delay = draw(st.booleans()) if delays is None else delays
+    if with_delay:
+        fields.update(draw(_delays()))
+    fields["l2_at_launch"] = draw(st.sampled_from(l2))
+    return Case("ws", GemmConfig(**fields))
 
 
 def correct_cases(**kw) -> st.SearchStrategy[Case]:

@@ -288,3 +288,30 @@ def test_cluster_knobs_without_a_cluster_are_refused():
     from protosim.config import ConfigError
     with pytest.raises(ConfigError, match="needs a cluster"):
         BUILDERS["hgemm_ws"](ws(cluster_m=1, skip_exit_sync=True))
+
+
+def _rendezvous(rank1_waits: bool, delay_rank0: int = 5000, rounds: int = 3) -> Schedule:
+    """A cross-CTA rendezvous: each round every CTA arrives on its own and its peer's ``meet``
+    (count 2: one arrival per CTA) and waits on its own.  CTA 0 is delayed.  Without its waits,
+    CTA 1 runs ahead and its next-round arrivals land in a round CTA 0 has not finished:
+    the rendezvous is lapped."""
+    def prog(rank: int) -> CtaProgram:
+        ops: list = [MbarInit(barrier="meet", issuer="one"), *SYNC]
+        if rank == 0 and delay_rank0:
+            ops.append(Sleep(cycles=delay_rank0))
+        for u in range(rounds):
+            ops += [Arrive(barrier="meet", use=u, issuer="one"), Arrive(barrier="meet", use=u, cta=1 - rank, issuer="one")]
+            if rank == 0 or rank1_waits:
+                ops.append(Wait(barrier="meet", parity=u % 2, use=u))
+        return CtaProgram(rank, (tuple(ops + list(SYNC)),))
+
+    return Schedule(name="meet", arch="h200", barriers=(BarrierDecl("meet", 2),), buffers=(),
+                    roles=(RoleDecl("w", 1),), ctas=(prog(0), prog(1)), cluster=2)
+
+
+def test_a_rendezvous_lapped_by_a_delayed_cta_is_found_and_names_both_ctas():
+    assert kinds(replay(_rendezvous(rank1_waits=True))) == set()  # each waits its round: a delay cannot lap it
+    found = run_checkers(replay(_rendezvous(rank1_waits=False)))
+    lapped = [f for f in found if f.kind == "arrival_mismatch"]
+    assert any(f.message.startswith("CTA 1 ") and "CTA 0's meet" in f.message for f in lapped)
+    assert {"lapped_wait"} <= {f.kind for f in found}  # CTA 0's wait began two rounds late

@@ -104,27 +104,28 @@ class ClusterCta:
         """CTAs of its row: they share its A tile (slice jj each)."""
         self.b_group = tuple(rank_of(cfg, ii, self.j) for ii in range(cfg.cluster_m))
         """CTAs of its column: they share its B tile (slice ii each)."""
-        self.peers = tuple(sorted(set(self.a_group) | set(self.b_group)))
+        cm, cn = cfg.cluster_m, cfg.cluster_n
+        self.peers = (rank, *(self.i + ((self.j + d) % cn) * cm for d in range(1, cn)),
+                      *((self.i + d) % cm + self.j * cm for d in range(1, cm)))
         """Every CTA whose multicasts write into this CTA's stages -- and whose stages this
-        CTA's multicasts write into: the consumers that must release a stage before it is refilled."""
+        CTA's multicasts write into: the CTAs whose ``empty_bar[s]`` this consumer releases,
+        in the kernel's order (its own, then its rank row's, then its rank column's:
+        kernels.spec.ClusterGeometry ``release_peers``)."""
 
 
-def _loads(cfg: GemmConfig, cta: ClusterCta, stage: int, tile: tuple[int, int], k: int) -> tuple[list, int]:
-    """This CTA's TMA loads for k-tile k (``(bytes, dst, src, fields)``) and the bytes they
-    bring into this CTA itself."""
+def _loads(cfg: GemmConfig, cta: ClusterCta, stage: int, tile: tuple[int, int], k: int) -> list:
+    """This CTA's TMA loads for k-tile k, A then B (``(bytes, dst, src, fields)``)."""
     m, n = tile
     a_bytes, b_bytes = cfg.BLK_M * cfg.BLK_K * F16_BYTES, cfg.BLK_N * cfg.BLK_K * F16_BYTES
-    loads, local = [], 0
+    loads = []
     for name, content, size, split, mine, group in (("A", a_tile(m, k), a_bytes, cfg.cluster_n, cta.j, cta.a_group),
                                                     ("B", b_tile(n, k), b_bytes, cfg.cluster_m, cta.i, cta.b_group)):
         if split == 1:
             loads.append((size, Access(name, stage, content), content, {}))
-            local += size
         elif cfg.multicast_skip_rank != cta.rank:
             part = size // split
             loads.append((part, Access(name, stage, content, part=mine), f"{content}#{mine}", {"multicast": group}))
-            local += part
-    return loads, local
+    return loads
 
 
 def _producer(p: GemmCta, cta: ClusterCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
@@ -141,7 +142,10 @@ def _producer(p: GemmCta, cta: ClusterCta, ring: Pipeline, tiles: list[tuple[int
             if cfg.producer_delay_ns:
                 p.ops.append(Sleep(cycles=p.ns(cfg.producer_delay_ns), issuer="one", tile=tile, k=k,
                                    label="producer delay"))
-            loads, local = _loads(cfg, cta, put.index, tile, k)
+            loads = _loads(cfg, cta, put.index, tile, k)
+            # expect_tx_local: what its own loads would bring it, (BM/CN + BN/CM) * BK * 2 -- the
+            # kernel's constant, whatever multicast_skip_rank leaves out
+            local = (cfg.BLK_M // cfg.cluster_n + cfg.BLK_N // cfg.cluster_m) * cfg.BLK_K * F16_BYTES
             announced = (local if cfg.expect_tx_local else cfg.stage_bytes) + cfg.expect_tx_delta
             ring.producer_commit(put, announced, loads, issuer="one", tile=tile, k=k)
             put = put.advance()
@@ -175,10 +179,9 @@ def _cluster_prologue_sync(g: GemmCta) -> None:
 
 
 def _exit_sync(g: GemmCta) -> None:
-    """Before the exit: the cluster barrier, unless ``skip_exit_sync`` (then the CTA-wide sync alone)."""
-    g.ops.append(CtaSync())
-    if not g.cfg.skip_exit_sync:
-        g.ops += [ClusterArrive(), ClusterWait()]
+    """Before the exit: the cluster barrier (every thread), or with ``skip_exit_sync`` the ``ws``
+    exit's ``bar.sync 0``."""
+    g.ops += [CtaSync()] if g.cfg.skip_exit_sync else [ClusterArrive(), ClusterWait()]
 
 
 def build_ws_cluster(cfg: GemmConfig) -> Schedule:

@@ -15,7 +15,8 @@
 ``arrival_mismatch``
     On a barrier that receives arrivals from more than one CTA, an arrival landed during
     a different phase than the one it was for (``use``): the barrier's count does not cover
-    every CTA's arrivals, so one CTA's releases complete a phase meant for all of them.
+    every CTA's arrivals, or one CTA ran a round ahead (a lapped rendezvous), so one CTA's
+    arrivals complete a phase meant for all of them.
 
 Every message names both CTAs.
 """
@@ -114,9 +115,11 @@ def _arrival_mismatch(log) -> list[Finding]:
             ARRIVAL, e.cta, e.who, e.op, e.t,
             f"CTA {src} {e.who} op #{e.op} arrived on CTA {e.cta}'s {d['barrier']} for phase {d['use']} at cycle "
             f"{cyc(e.t)}, during phase {d['completed']}: "
-            + ("that phase had already completed without it -- the barrier's arrival count does not cover the "
-               "arrivals of every CTA that releases it (multiply it by the CTAs that arrive)" if early else
-               "it arrived before the phase it belongs to was in flight"),
+            + ("that phase had already completed without it -- other arrivals completed it: the barrier's count "
+               "does not cover every CTA's arrivals (multiply it by the CTAs that arrive), or a CTA arrived for a "
+               "later round before this one finished (wait for the round before arriving again)" if early else
+               "it arrived before the phase it belongs to was in flight: this CTA ran ahead of the round (wait for "
+               "the round before arriving for the next)"),
             {"barrier": d["barrier"], "owner": e.cta, "from_cta": src, "use": d["use"], "landed_in_phase": d["completed"]}))
     return out
 

@@ -315,3 +315,22 @@ def test_a_rendezvous_lapped_by_a_delayed_cta_is_found_and_names_both_ctas():
     lapped = [f for f in found if f.kind == "arrival_mismatch"]
     assert any(f.message.startswith("CTA 1 ") and "CTA 0's meet" in f.message for f in lapped)
     assert {"lapped_wait"} <= {f.kind for f in found}  # CTA 0's wait began two rounds late
+
+
+def test_clusters_are_placed_within_one_gpc_so_a_large_cluster_may_wait_for_a_second_wave():
+    """33 clusters of 4 at one CTA per SM: the H200 profile's GPCs hold 30 at once (its
+    ``gpc_sms`` is inferred from the 4096^3 bench, where 120 CTAs ran in one wave and 132 in
+    two); the other 3 start when a cluster finishes.  Clusters of 2 all fit."""
+    def starts(cm: int, cn: int) -> list[float]:
+        cfg = GemmConfig(M=1536, N=1536, K=64, BLK_N=128, PIPE_DEPTH=4, arch="h200", sm_count=132,
+                         cluster_m=cm, cluster_n=cn)
+        r = replay(BUILDERS["hgemm_ws"](cfg))
+        first: dict[int, float] = {}
+        for e in r.log:
+            first.setdefault(e.cta, e.t)
+        return sorted(first.values())
+    four = starts(2, 2)
+    first_wave = [t for t in four if t < four[0] + 1000]  # a CTA's first event comes a few hundred cycles in
+    assert len(four) == 132 and len(first_wave) == 120
+    two = starts(2, 1)
+    assert max(two) < two[0] + 1000

@@ -93,6 +93,8 @@ class ArchProfile:
     remote_arrive_cycles: float
     """A remote mbarrier arrive, or a DSMEM load/store, reaches the peer SM this much later."""
     multicast_extra_cycles: float
+    gpc_sms: tuple[int, ...]
+    """SMs of each GPC, in SM index order: a cluster's CTAs are placed in one GPC."""
     constants: dict[str, Constant] = field(default_factory=dict, compare=False, repr=False)
     """Every field above with its unit and source."""
 
@@ -124,6 +126,14 @@ class ArchProfile:
         if need == "tma" and not self.tma_available:
             return f"{kind} is a TMA / bulk-copy op; the {self.name} profile has none ({self.constants['tma_available'].source})"
         return None
+
+    def gpcs(self) -> list[range]:
+        """The SM indices of each GPC (a cluster is placed within one)."""
+        out, start = [], 0
+        for n in self.gpc_sms:
+            out.append(range(start, start + n))
+            start += n
+        return out
 
     def cycles_to_us(self, cycles: float) -> float:
         return cycles / (self.clock_ghz * 1e3)
@@ -177,7 +187,7 @@ def load_profile(name: str) -> ArchProfile:
             raise UnknownArch(f"{path.name}: missing constant {f.name!r}")
         else:
             v = constants[f.name].value
-            values[f.name] = tuple(tuple(p) for p in v) if isinstance(v, list) else v
+            values[f.name] = tuple(tuple(p) if isinstance(p, list) else p for p in v) if isinstance(v, list) else v
     profile = ArchProfile(**values, constants=constants)
     _CACHE[key] = profile
     return profile

@@ -93,6 +93,16 @@ class Machine:
                              f"and {s.threads_per_cta} threads (max {a.max_threads_per_cta})")
             self.log.emit(0.0, "trap", 0, "launch", -1, ub="launch_failure", target="launch", what="launch",
                           detail=self.trap.detail)
+        elif s.cluster > max(a.gpc_sms) * per_sm:
+            self.trap = Trap(0.0, 0, "launch", -1, "launch_failure", "launch",
+                             f"a cluster of {s.cluster} CTAs at {per_sm} CTA(s) per SM does not fit in any GPC "
+                             f"(at most {max(a.gpc_sms)} SMs each)")
+            self.log.emit(0.0, "trap", 0, "launch", -1, ub="launch_failure", target="launch", what="launch",
+                          detail=self.trap.detail)
+        elif s.cluster > 1:
+            self.env.process(self._cluster_launcher(ClusterSlots(self.env, a, per_sm)))
+            with gc_paused():
+                self.env.run()
         else:
             slots = simpy.Store(self.env)
             slots.items.extend(sm for _ in range(per_sm) for sm in range(a.sm_count))
@@ -109,23 +119,35 @@ class Machine:
         return result
 
     def _launcher(self, slots: simpy.Store) -> Iterator[simpy.Event]:
-        """Place CTAs as SM slots free up; the CTAs of a cluster are placed together (the
-        hardware co-schedules a cluster: all its CTAs start, or none)."""
+        """Place CTAs one by one as SM slots free up."""
+        for prog in self.schedule.ctas:
+            sm = yield slots.get()
+            if self.trap:
+                return
+            self._start([prog], [sm], slots)
+
+    def _cluster_launcher(self, slots: ClusterSlots) -> Iterator[simpy.Event]:
+        """Place clusters in order, each once one GPC has a slot for every CTA of it (the
+        hardware co-schedules a cluster within a GPC: all its CTAs start, or none)."""
         for members in clusters(self.schedule):
-            sms = []
-            for _ in members:
-                sms.append((yield slots.get()))
+            sms = slots.take(len(members))
+            while sms is None:
+                yield slots.freed()
                 if self.trap:
                     return
-            ctas = [CtaState(prog, self.sms[sm], self.schedule) for prog, sm in zip(members, sms, strict=True)]
-            for cta in ctas:
-                if len(ctas) > 1:
-                    cta.peers = ctas
-                self.ctas.append(cta)
-                for u in self.units:
-                    u.cta_started(cta)
-            for cta, prog in zip(ctas, members, strict=True):
-                self.env.process(self._cta(cta, prog, slots))
+                sms = slots.take(len(members))
+            self._start(members, sms, slots)
+
+    def _start(self, members: list[CtaProgram], sms: list[int], slots) -> None:
+        ctas = [CtaState(prog, self.sms[sm], self.schedule) for prog, sm in zip(members, sms, strict=True)]
+        for cta in ctas:
+            if len(ctas) > 1:
+                cta.peers = ctas
+            self.ctas.append(cta)
+            for u in self.units:
+                u.cta_started(cta)
+        for cta, prog in zip(ctas, members, strict=True):
+            self.env.process(self._cta(cta, prog, slots))
 
     def _cta(self, cta: CtaState, prog: CtaProgram, slots: simpy.Store) -> Iterator[simpy.Event]:
         procs = []
@@ -288,6 +310,40 @@ class Machine:
             ctas_launched=len(self.ctas),
             ctas_finished=self.finished,
         )
+
+
+class ClusterSlots:
+    """Free CTA slots per SM, handed out a whole cluster at a time within one GPC
+    (``ArchProfile.gpc_sms``): the first GPC, in SM order, with a slot for every CTA of the
+    cluster, its SMs with the most free slots first."""
+
+    def __init__(self, env: simpy.Environment, arch: ArchProfile, per_sm: int):
+        self.env = env
+        self.free = [per_sm] * arch.sm_count
+        self.gpcs = arch.gpcs()
+        self._freed: simpy.Event | None = None
+
+    def take(self, n: int) -> list[int] | None:
+        for gpc in self.gpcs:
+            if sum(self.free[sm] for sm in gpc) < n:
+                continue
+            picked: list[int] = []
+            while len(picked) < n:
+                sm = max(gpc, key=lambda i: self.free[i])  # spread over SMs before doubling up
+                self.free[sm] -= 1
+                picked.append(sm)
+            return picked
+        return None
+
+    def put(self, sm: int) -> None:
+        self.free[sm] += 1
+        if self._freed is not None and not self._freed.triggered:
+            self._freed.succeed()
+
+    def freed(self) -> simpy.Event:
+        """An event that fires at the next slot freed."""
+        self._freed = self.env.event()
+        return self._freed
 
 
 def clusters(s: Schedule) -> list[list[CtaProgram]]:

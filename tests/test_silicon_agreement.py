@@ -89,3 +89,15 @@ def test_the_records_cover_every_outcome_kind(reports):
     """The suite means something only if silicon showed every class the simulator predicts."""
     kinds = {o.kind for r in reports for o, _ in r.launches}
     assert kinds == {"correct", "wrong", "deadlock", "fault"}
+
+
+@pytest.mark.slow
+def test_the_full_chip_cluster_records_are_predicted():
+    """results/silicon/cluster/: the first ws_cluster runs (2048^2 and 4096^3 on 132 CTAs, each
+    cluster knob with and without delays).  Kept apart from the top-level records because
+    their full-chip replays take minutes (2.5 on 2 cores); the default run judges the 240
+    drawn cluster configs of seed 41 instead."""
+    records = [json.loads(line) for path in sorted((SILICON / "cluster").glob("*.jsonl"))
+               for line in path.read_text().splitlines() if line.strip()]
+    reports = compare_many(records, runs=RUNS, workers=2, stop_when_covered=True)
+    assert reports and all(r.agree for r in reports), render([r for r in reports if not r.agree])

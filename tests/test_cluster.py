@@ -334,3 +334,11 @@ def test_clusters_are_placed_within_one_gpc_so_a_large_cluster_may_wait_for_a_se
     assert len(four) == 132 and len(first_wave) == 120
     two = starts(2, 1)
     assert max(two) < two[0] + 1000
+
+
+def test_a_release_at_barrier_cluster_covers_remote_arrives_still_in_flight():
+    """A consumer's last remote release, then the exit cluster barrier: the barrier.cluster
+    release makes the remote arrive visible before any waiter passes, so no perturbation can
+    let the peer exit first (before the fix, stalled replays reported peer_exited)."""
+    from protosim.verdict import explore
+    assert explore(ring(), runs=40).clean

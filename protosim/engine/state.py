@@ -100,7 +100,7 @@ class CtaState:
 
 class WarpState:
     __slots__ = ("cta", "role", "role_name", "warp", "warps", "who", "blocked", "stall", "done", "g", "clock", "debt",
-                 "lane_writes")
+                 "lane_writes", "remote_until")
 
     def __init__(self, cta: CtaState, role: int, role_name: str, warp: int, warps: int, g: int):
         self.cta = cta
@@ -120,6 +120,9 @@ class WarpState:
         self.debt = 0.0
         """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not
         yet paid with a SimPy timeout: paid before the next op that others can see."""
+        self.remote_until = 0.0
+        """When this warp's last remote mbarrier op (``.shared::cluster`` on a peer) lands: a
+        ``barrier.cluster.arrive.release`` after it completes no earlier."""
         self.lane_writes: dict[tuple[str, int, int | None], int] = {}
         """(buffer, stage, part) -> seq of the last store all 32 lanes made there since the
         warp last synchronised its lanes (__syncwarp, bar.sync): each lane knows only its own

@@ -117,7 +117,10 @@ class MBarrierUnit(Unit):
         """Run ``act`` after the cluster network's latency: an ``mbarrier.arrive.shared::cluster``
         on a peer's barrier travels to the other SM."""
         m = self.m
-        m.at(m.env.now + m.timing.scale(self.arch.remote_arrive_cycles), lambda: None if m.trap else act())
+        lands = m.env.now + m.timing.scale(self.arch.remote_arrive_cycles)
+        if lands > w.remote_until:
+            w.remote_until = lands
+        m.at(lands, lambda: None if m.trap else act())
 
     def arrive(self, w: WarpState, i: int, op: Arrive) -> None:
         threads = THREADS[op.issuer]

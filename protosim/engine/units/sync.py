@@ -41,7 +41,7 @@ class ClusterBarrier:
     """One cluster's ``barrier.cluster``: per phase, the warps that arrived (or exited) and
     the clock their releases carry; per warp, how many times it arrived and waited."""
 
-    __slots__ = ("warps", "arrived", "clocks", "events", "arrivals", "waits", "exited")
+    __slots__ = ("warps", "arrived", "clocks", "events", "arrivals", "waits", "exited", "ready")
 
     def __init__(self, warps: int):
         self.warps = warps
@@ -51,6 +51,9 @@ class ClusterBarrier:
         self.events: dict[int, Wakeup] = {}
         self.arrivals: dict[WarpState, int] = {}
         self.waits: dict[WarpState, int] = {}
+        self.ready: dict[int, float] = {}
+        """Per phase, when the releasing warps' remote mbarrier ops have all landed: a release
+        makes the thread's prior operations visible to the waiters, so they pass no earlier."""
         self.exited: list[int] = []
         """For each exited warp, how many arrivals it had made: it counts for every later phase."""
 
@@ -107,6 +110,8 @@ class SyncUnit(Unit):
             cb.clocks[n] = list(clock) if cb.clocks.get(n) is None else list(map(max, cb.clocks[n], clock))
             if w.lane_writes:  # .aligned: every lane takes part, so each lane's stores go with it
                 self.lane_release(w, i, op.kind)
+            if w.remote_until > cb.ready.get(n, 0.0):
+                cb.ready[n] = w.remote_until
         cb.arrived[n] = cb.arrived.get(n, 0) + 1
         m.log.emit(m.env.now, "cluster_arrive", w.cta.index, w.who, i, phase=n, relaxed=op.relaxed)
         self._settle(cb, n)
@@ -117,7 +122,9 @@ class SyncUnit(Unit):
             if ev is None:
                 ev = cb.events[phase] = Wakeup(self.m.env)
             if not ev.triggered:
-                ev.fire_in(self.m.timing.scale(self.arch.cluster_sync_cycles), phase)
+                now = self.m.env.now
+                delay = max(self.m.timing.scale(self.arch.cluster_sync_cycles), cb.ready.get(phase, now) - now)
+                ev.fire_in(delay, phase)
 
     def warp_exited(self, w: WarpState) -> None:
         """An exited thread no longer takes part: it counts as arrived for every later phase."""

@@ -745,15 +745,19 @@ def _validate_cluster(s: Schedule) -> None:
     for c, got in sorted(ranks.items()):
         if len(got) != k:
             missing = sorted(set(range(k)) - got)
+            shown = ", ".join(map(str, missing[:8])) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
             raise ScheduleError(f"schedule {s.name!r}: cluster {c} (CTAs {c * k}..{c * k + k - 1}) lacks rank(s) "
-                                f"{missing}; a cluster of {k} launches all its CTAs, give each a program")
+                                f"[{shown}]; a cluster of {k} launches all its CTAs, give each a program")
 
 
 def _validate_ranks(s: Schedule, index: int, where: str, op: Op) -> None:
     """Every cluster rank an op names exists; a 2-CTA op runs in a pair's even CTA."""
     k = s.cluster
     named = [r for r in (getattr(op, "cta", None), getattr(op, "barrier_cta", None)) if r is not None]
-    named += list(getattr(op, "multicast", ()))
+    multicast = getattr(op, "multicast", ())
+    if len(set(multicast)) != len(multicast):
+        raise ScheduleError(f"{where}: multicast ranks {list(multicast)} repeat a rank; a cta_mask names each CTA once")
+    named += list(multicast)
     named += [a.cta for a in op.accesses() if a.cta is not None]
     for r in named:
         if not 0 <= r < k:

@@ -721,6 +721,10 @@ def validate(s: Schedule) -> None:
                         raise ScheduleError(
                             f"{where}: part {acc.part} of {acc.buffer!r}, which has {buf.parts} part(s)"
                         )
+                    if acc.cta is not None and not 0 <= acc.cta < s.cluster:
+                        raise ScheduleError(f"{where}: {acc.buffer!r} of cluster rank {acc.cta}, but the cluster has "
+                                            f"{s.cluster} CTA(s) (ranks 0..{s.cluster - 1}); set Schedule.cluster or "
+                                            f"name a rank in range")
                     if acc.columns is not None:
                         if buf.space != "tmem":
                             raise ScheduleError(f"{where}: columns on {acc.buffer!r}, a shared-memory buffer; "
@@ -729,7 +733,8 @@ def validate(s: Schedule) -> None:
                         if not 0 <= lo < hi <= buf.columns:
                             raise ScheduleError(f"{where}: columns [{lo}, {hi}) of {acc.buffer!r}, which has "
                                                 f"{buf.columns} column(s) per stage")
-                _validate_ranks(s, cta.index, where, op)
+                if op.__class__ in _RANKED:
+                    _validate_ranks(s, cta.index, where, op)
 
 
 def _validate_cluster(s: Schedule) -> None:
@@ -750,15 +755,21 @@ def _validate_cluster(s: Schedule) -> None:
                                 f"[{shown}]; a cluster of {k} launches all its CTAs, give each a program")
 
 
+_RANKED = frozenset({Arrive, ExpectTx, ArriveExpectTx, TmaLoad, Mma, TmemCopy, MmaCommit, TmemAlloc, TmemDealloc})
+"""Op classes with a cluster rank or a cta_group of their own (accesses are checked with the buffer)."""
+
+
 def _validate_ranks(s: Schedule, index: int, where: str, op: Op) -> None:
     """Every cluster rank an op names exists; a 2-CTA op runs in a pair's even CTA."""
+    if (getattr(op, "cta", None) is None and getattr(op, "barrier_cta", None) is None
+            and not getattr(op, "multicast", ()) and getattr(op, "cta_group", 1) == 1):
+        return  # the common case: a CTA-local op
     k = s.cluster
     named = [r for r in (getattr(op, "cta", None), getattr(op, "barrier_cta", None)) if r is not None]
     multicast = getattr(op, "multicast", ())
     if len(set(multicast)) != len(multicast):
         raise ScheduleError(f"{where}: multicast ranks {list(multicast)} repeat a rank; a cta_mask names each CTA once")
     named += list(multicast)
-    named += [a.cta for a in op.accesses() if a.cta is not None]
     for r in named:
         if not 0 <= r < k:
             raise ScheduleError(f"{where}: cluster rank {r}, but the cluster has {k} CTA(s) (ranks 0..{k - 1}); "

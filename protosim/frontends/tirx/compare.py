@@ -5,7 +5,8 @@ by the code (``full_bar[0]``, ``Asmem``, ``A[0,3]``).  Two schedules are the sam
 when one consistent renaming of barriers, buffers and contents maps one onto the other and
 every op then agrees field by field -- labels, ``tile`` and ``k`` aside (informative tags a
 frontend cannot read from code).  Used by the tests that pin the builders to the kernels
-(``tests/test_tirx_frontend.py``) and by ``protosim tirx-diff``.
+(``tests/test_tirx_frontend.py``) and by ``protosim tirx-diff``.  In a cluster, a rank
+equal to the executing CTA's own is its own storage (:func:`local`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,27 @@ from typing import Any
 from protosim.ir import Access, Op, Schedule
 
 IGNORED = ("label", "tile", "k")
+
+RANK_FIELDS = ("cta", "barrier_cta")
+"""Fields naming the cluster rank of a barrier's CTA; ``None`` is the executing CTA's own."""
+
+
+def local(op: Op, rank: int) -> Op:
+    """``op`` with every rank equal to the executing CTA's own (``rank``) written ``None``: a
+    plain local ``mbarrier.arrive`` and an arrive on ``mapa(addr, own rank)`` -- or a builder
+    that names the own rank among a release's peers -- reach the same barrier, and the engine
+    resolves both to the CTA itself (``engine.resolve.peer``), as it does accesses."""
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(op):
+        v = getattr(op, f.name)
+        if f.name in RANK_FIELDS and v == rank:
+            changes[f.name] = None
+        elif isinstance(v, Access) and v.cta == rank:
+            changes[f.name] = dataclasses.replace(v, cta=None)
+        elif isinstance(v, tuple) and any(isinstance(x, Access) and x.cta == rank for x in v):
+            changes[f.name] = tuple(dataclasses.replace(x, cta=None) if isinstance(x, Access) and x.cta == rank
+                                    else x for x in v)
+    return dataclasses.replace(op, **changes) if changes else op
 
 
 class _Names:
@@ -80,11 +102,17 @@ def schedule_diff(a: Schedule, b: Schedule, limit: int = 5) -> list[str]:
         return [f"roles: {[(r.name, r.warps) for r in a.roles]} vs {[(r.name, r.warps) for r in b.roles]}"]
     if len(a.ctas) != len(b.ctas):
         return [f"{len(a.ctas)} CTAs vs {len(b.ctas)}"]
+    if a.cluster != b.cluster:
+        return [f"cluster: {a.cluster} vs {b.cluster} CTAs"]
     names = Renaming()
+    clustered = a.cluster > 1
     for ca, cb in zip(a.ctas, b.ctas):
         names.contents = _Names("content")  # data lives in a CTA's own buffers: one renaming per CTA
+        rank = ca.index % a.cluster
         for role, oa, ob in zip(a.roles, ca.roles, cb.roles):
             for i, (x, y) in enumerate(zip(oa, ob)):
+                if clustered:
+                    x, y = local(x, rank), local(y, rank)
                 why = op_diff(x, y, names)
                 if why:
                     out.append(f"CTA {ca.index} role {role.name} op #{i}: {why}")

@@ -82,17 +82,21 @@ def dtype_bytes(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class Addr:
-    """``address_of(buf[idx])``: one element of a buffer (an mbarrier, a tile's base)."""
+    """``address_of(buf[idx])``: one element of a buffer (an mbarrier, a tile's base).
+    ``cta``: the cluster rank of the CTA whose shared memory it is, for an address ``mapa``
+    made of a peer's (``None``: the executing CTA's own, a ``mapa`` of its own rank included)."""
 
     buf: BufferInfo
     idx: tuple[int, ...]
+    cta: int | None = None
 
     @property
     def offset(self) -> int:
         return self.buf.flat(self.idx)
 
     def __repr__(self) -> str:
-        return f"&{self.buf.name}[{','.join(map(str, self.idx))}]"
+        at = "" if self.cta is None else f"@cta{self.cta}"
+        return f"&{self.buf.name}[{','.join(map(str, self.idx))}]{at}"
 
 
 @dataclass(frozen=True)
@@ -168,10 +172,22 @@ def uniform(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> Any
 class Cta:
     """The state of one CTA's run: variable slots, the active mask, local buffers."""
 
-    __slots__ = ("index", "slots", "mask", "full", "threads", "tid", "sink", "local", "ids")
+    __slots__ = ("index", "slots", "mask", "full", "threads", "tid", "sink", "local", "ids", "block", "rank",
+                 "cluster_id", "cluster_ctaid")
 
     def __init__(self, index: int, n_slots: int, threads: int, sink: Any):
         self.index = index
+        """The CTA's index in the schedule: ``cluster * cluster_size + rank`` (CTAs of a cluster
+        are consecutive, as protosim.ir.Schedule.cluster wants); without clusters the linear
+        blockIdx, x fastest."""
+        self.block: tuple[int, ...] = ()
+        """blockIdx, one entry per grid dimension."""
+        self.rank = 0
+        """``%cluster_ctarank``: x fastest within the cluster."""
+        self.cluster_id: tuple[int, ...] = ()
+        """``%clusterid``, one entry per grid dimension."""
+        self.cluster_ctaid: tuple[int, ...] = ()
+        """``%cluster_ctaid``, one entry per grid dimension."""
         self.slots: list[Any] = [None] * n_slots
         self.threads = threads
         self.tid = np.arange(threads, dtype=np.int64)
@@ -196,10 +212,15 @@ SCOPE_IDS = {
     8: lambda t: t % 128,           # warpgroup -> thread
 }
 CLUSTER_SCOPES = (0, 2, 9)
+"""kernel -> cluster (``%clusterid``), cluster -> cta (``T.cta_id_in_cluster``: ``%cluster_ctaid``),
+cluster -> cta_pair."""
 MAX_THREADS = 1024
 """Threads per CTA on every GPU CUDA supports (Programming Guide, compute capabilities table)."""
 MAX_GRID = 2**31 - 1
-"""CUDA's largest gridDim.x."""  # kernel -> cluster, cluster -> cta, cluster -> cta_pair
+"""CUDA's largest gridDim.x."""
+MAX_CLUSTER = 16
+"""CTAs per cluster: 8 portable, 16 with cudaFuncAttributeNonPortableClusterSizeAllowed (sm_90+);
+the arch's own limit is checked by the reader."""
 
 
 def _and(a: Any, b: Any) -> Any:
@@ -252,10 +273,18 @@ class Program:
         self.buffers: dict[int, BufferInfo] = {}
         self._unnamed = 0
         self.masks = {}
+        self.bound: set[int] = set()
+        """Variables a ``Bind`` sets (compiled so far)."""
+        self.views: dict[int, tuple[int, int]] = {}
+        """Buffers declared over a bound variable (``T.decl_buffer(..., data=ptr)``): buffer ->
+        (the variable's slot, element offset).  Such a buffer is a view of whatever address
+        ``ptr`` holds -- a ``remote_view``'s barriers over a ``mapa``'d pointer."""
         self.thread_vars: set[int] = set()
         """Thread-id variables (the same values in every CTA): expressions of these only are folded."""
         self.locals: set[int] = set()
         self.grid: tuple[int, ...] = ()
+        self.cluster_dims: tuple[int, ...] = ()
+        """CTAs per cluster along each grid dimension (all 1: no cluster)."""
         self.threads = 0
         self.dyn_smem_bytes: int | None = None
         self.params: dict[str, Any] = {}
@@ -300,6 +329,7 @@ class Program:
     def _find_launch(self, body: Any) -> None:
         """The grid (CTA ids) and threads per CTA, from the ScopeIdDefStmts."""
         ext: dict[int, list[int]] = {}
+        where_cluster: dict[int, Any] = {}
         stack = [body]
         while stack:
             n = stack.pop()
@@ -310,9 +340,10 @@ class Program:
                     raise TirxError(f"{where(n)}: a thread/CTA id without an extent; give it one "
                                     "(T.cta_id([N]), T.thread_id([128]), ...)")
                 ext[int(d.scope)] = [int(x) for x in d.extents]
-                if int(d.scope) in CLUSTER_SCOPES and any(int(x) != 1 for x in d.extents):
-                    raise TirxError(f"{where(n)}: thread-block clusters ({n.script().strip()}) are not modelled "
-                                    "yet (issue 13); use a kernel without a cluster")
+                if int(d.scope) == 9 and any(int(x) != 1 for x in d.extents):
+                    raise TirxError(f"{where(n)}: CTA pair ids ({n.script().strip()}) are not read yet; take the "
+                                    "pair from T.cta_id_in_cluster (rank // 2) -- docs/tirx.md, clusters")
+                where_cluster[int(d.scope)] = n
             elif t == "SeqStmt":
                 stack.extend(n.seq)
             elif t == "For" and getattr(n, "thread_binding", None) is not None:
@@ -323,6 +354,7 @@ class Program:
                 if c is not None:
                     stack.append(c)
         self.grid = tuple(ext.get(1, [1]))
+        self._find_cluster(ext, where_cluster)
         if 7 in ext:
             self.threads = ext[7][0]
         else:
@@ -340,12 +372,75 @@ class Program:
             raise TirxError(f"a grid of {self.n_ctas:,} CTAs; CUDA launches at most {MAX_GRID:,} per dimension "
                             "and protosim replays far fewer -- check T.cta_id's extents")
 
+    def _find_cluster(self, ext: dict[int, list[int]], nodes: dict[int, Any]) -> None:
+        """The cluster's shape: ``T.cta_id_in_cluster([cx, cy, cz])`` (the launch's cluster
+        dims, x first, as tvm emits ``__cluster_dims__``) or, from ``%clusterid``'s extents
+        (kernel -> cluster), the grid divided by them; both when both are declared."""
+        dims = len(self.grid)
+        inner = ext.get(2)
+        outer = ext.get(0)
+        if inner is None and outer is None:
+            self.cluster_dims = (1,) * dims
+            return
+        node = nodes.get(2, nodes.get(0))
+        if inner is not None and len(inner) > dims and any(x != 1 for x in inner[dims:]):
+            raise TirxError(f"{where(node)}: a cluster of {inner} CTAs on a {dims}-D grid {list(self.grid)}; "
+                            "give T.cta_id as many dimensions as the cluster")
+        if inner is None:
+            if len(outer) > dims or any(g % o for g, o in zip(self.grid, outer)):
+                raise TirxError(f"{where(node)}: {len(outer)}-D cluster ids {outer} do not divide the grid "
+                                f"{list(self.grid)} into whole clusters")
+            inner = [g // o for g, o in zip(self.grid, outer)]
+        inner = (list(inner) + [1] * dims)[:dims]
+        for d, (g, c) in enumerate(zip(self.grid, inner)):
+            if c < 1 or g % c:
+                raise TirxError(f"{where(node)}: the grid's {'xyz'[d]} extent {g} is not a whole number of clusters "
+                                f"of {c} -- CUDA refuses the launch; make the grid (T.cta_id) a multiple of the cluster")
+        if outer is not None:
+            want = [g // c for g, c in zip(self.grid, inner)]
+            if (list(outer) + [1] * dims)[:dims] != want:
+                raise TirxError(f"{where(nodes[0])}: cluster ids {outer}, but the grid {list(self.grid)} holds "
+                                f"{want} clusters of {inner}")
+        self.cluster_dims = tuple(inner)
+        if self.cluster > MAX_CLUSTER:
+            raise TirxError(f"{where(node)}: a cluster of {self.cluster} CTAs; CUDA allows at most {MAX_CLUSTER} "
+                            "(8 portable)")
+
     @property
     def n_ctas(self) -> int:
         return math.prod(self.grid)
 
+    @property
+    def cluster(self) -> int:
+        """CTAs per cluster (1: no cluster)."""
+        return math.prod(self.cluster_dims) if self.cluster_dims else 1
+
+    def place(self, c: Cta) -> None:
+        """Set ``c``'s blockIdx and cluster ids from its schedule index: cluster ``index //
+        cluster``, rank ``index % cluster`` (both x fastest), so a cluster's CTAs are
+        consecutive schedule indices whatever the grid's and the cluster's shape."""
+        if self.cluster == 1:
+            rem, block = c.index, []
+            for n in self.grid:
+                block.append(rem % n)
+                rem //= n
+            c.block, c.rank = tuple(block), 0
+            c.cluster_id, c.cluster_ctaid = c.block, (0,) * len(block)
+            return
+        q, r = divmod(c.index, self.cluster)
+        c.rank = r
+        cid, rid = [], []
+        for g, k in zip(self.grid, self.cluster_dims):
+            cid.append(q % (g // k))
+            q //= g // k
+            rid.append(r % k)
+            r //= k
+        c.cluster_id, c.cluster_ctaid = tuple(cid), tuple(rid)
+        c.block = tuple(a * k + b for a, b, k in zip(cid, rid, self.cluster_dims))
+
     def run_cta(self, index: int, sink: Any) -> None:
         c = Cta(index, len(self._slot), self.threads, sink)
+        self.place(c)
         c.mask = self.masks.setdefault(c.mask.tobytes(), c.mask)
         for s, v in self._param_values:
             c.slots[s] = v
@@ -486,12 +581,20 @@ class Program:
                 return _read(c.local[key], i, c.mask)
             return local
         data = Opaque(f"the data of {buf.name}")
+        peer = self._peer_view(buf, e, "a load from")
+        if peer is not None:
+            def checked_load(c: Cta) -> Any:
+                peer(c)
+                return data
+            return checked_load
         return lambda c: data
 
     def _call_expr(self, e: Any) -> Expr:
         op = e.op.name
         if op == "tirx.address_of":
             (x,) = e.args
+            if type(x).__name__ == "TensorLoad" and hash(x.source) in self.views:
+                return self._view_address(x, e)
             if type(x).__name__ == "TensorLoad":
                 info = self._buffer(x.source)
                 if all(type(i).__name__ == "IntImm" for i in x.indices):  # &bar[0], &descA[0]: one address
@@ -526,6 +629,27 @@ class Program:
         args = [self.expr(a) for a in e.args]
         return lambda c: c.sink.call(op, [a(c) for a in args], e, c)
 
+    def _view_address(self, x: Any, e: Any) -> Expr:
+        """``address_of(view[i])`` of a buffer declared over a bound pointer: when the pointer
+        holds an :class:`Addr` (a ``mapa``'d barrier: ``MBarrier.remote_view``), the element
+        ``i`` places past it, in the pointed-to buffer and CTA; otherwise the view's own."""
+        info = self._buffer(x.source)
+        data, elem_offset = self.views[hash(x.source)]
+        idx = self._indices(x.indices)
+        what = f"address into {info.name}"
+
+        def view_address(c: Cta) -> Addr:
+            vals = tuple(uniform(f(c), what, e, c.mask) for f in idx)
+            base = c.slots[data]
+            if not isinstance(base, Addr):
+                return Addr(info, vals)
+            nbytes = (info.flat(vals) + elem_offset) * info.elem_bytes
+            if nbytes % base.buf.elem_bytes:
+                raise TirxError(f"{where(e)}: {info.name}[{vals}] is not an element of {base.buf.name}, which "
+                                f"{info.name} views; protosim reads views of whole elements")
+            return Addr(base.buf, _unflat(base.buf, base.offset + nbytes // base.buf.elem_bytes), base.cta)
+        return view_address
+
     # -- statements -------------------------------------------------------------
     def stmt(self, st: Any) -> Stmt:
         t = type(st).__name__
@@ -552,6 +676,7 @@ class Program:
         return self.stmt(st.body)
 
     def _s_Bind(self, st: Any) -> Stmt:
+        self.bound.add(hash(st.var))
         s, v = self.slot(st.var), self.expr(st.value)
 
         def bind(c: Cta) -> None:
@@ -563,18 +688,19 @@ class Program:
         scope = int(d.scope)
         ids = [self.slot(v) for v in d.def_ids]
         ext = [int(x) for x in d.extents]
-        if scope == 1:  # kernel -> cta: blockIdx, x fastest
+        if scope in (1, 0, 2):  # blockIdx, %clusterid, %cluster_ctaid (place() set them), x first
+            which = {1: "block", 0: "cluster_id", 2: "cluster_ctaid"}[scope]
+
             def cta_ids(c: Cta) -> None:
-                rem = c.index
-                for s, n in zip(ids, ext):
-                    c.slots[s] = rem % n
-                    rem //= n
+                vals = getattr(c, which)
+                for d, s in enumerate(ids):
+                    c.slots[s] = vals[d] if d < len(vals) else 0
             return cta_ids
-        if scope in CLUSTER_SCOPES:  # extents are all 1 (checked in _find_launch)
-            def cluster_ids(c: Cta) -> None:
+        if scope == 9:  # cta_pair ids of extent 1 (others are refused in _find_launch)
+            def pair_ids(c: Cta) -> None:
                 for s in ids:
                     c.slots[s] = 0
-            return cluster_ids
+            return pair_ids
         fn = SCOPE_IDS.get(scope)
         if fn is None or len(ids) != 1:
             raise TirxError(f"{where(st)}: thread id {st.script().strip()} is not supported; use T.thread_id, "
@@ -606,6 +732,10 @@ class Program:
         return lambda c: None
 
     def _s_DeclBuffer(self, st: Any) -> Stmt:
+        data = getattr(st, "data", None)
+        if type(data).__name__ == "Var" and hash(data) in self.bound:
+            off = st.buffer.elem_offset
+            self.views[hash(st.buffer)] = (self.slot(data), int(off.value) if type(off).__name__ == "IntImm" else 0)
         info = self._buffer(st.buffer)
         if info.scope.startswith("shared") or info.scope == "tmem":
             def declare(c: Cta) -> None:
@@ -613,7 +743,36 @@ class Program:
             return declare
         return lambda c: None
 
+    def _peer_view(self, buf: Any, node: Any, what: str) -> Callable[[Cta], None] | None:
+        """For a view over a bound pointer: a check that it does not point into a peer CTA's
+        shared memory -- DSMEM loads and stores (through ``mapa``) are not modelled, and are
+        refused rather than read as the CTA's own."""
+        view = self.views.get(hash(buf))
+        if view is None:
+            return None
+        data = view[0]
+        name = self._buffer(buf).name
+
+        def check(c: Cta) -> None:
+            base = c.slots[data]
+            if isinstance(base, Addr) and base.cta is not None:
+                raise TirxError(f"{where(node)}: {what} {name}, a view of cluster rank {base.cta}'s shared memory "
+                                f"({base!r}, mapa'd): DSMEM loads and stores are not read yet (issue 13) -- "
+                                "protosim reads remote mbarrier arrives, multicast TMA and 2-CTA tcgen05")
+        return check
+
     def _s_BufferStore(self, st: Any) -> Stmt:
+        peer = self._peer_view(st.buffer, st, "a store into")
+        if peer is not None:
+            inner = self._s_BufferStore_(st)
+
+            def checked_store(c: Cta) -> None:
+                peer(c)
+                inner(c)
+            return checked_store
+        return self._s_BufferStore_(st)
+
+    def _s_BufferStore_(self, st: Any) -> Stmt:
         buf = st.buffer
         key = hash(buf)
         info = self._buffer(buf)
@@ -781,7 +940,11 @@ class Program:
                 old = cells[i]
                 if isinstance(old, (Opaque, Addr)):
                     old = 0
-                c.local[buf_key][i] = out.value if c.full else np.where(c.mask, out.value, old)
+                value = out.value
+                if c.full or isinstance(value, (Opaque, Addr)):  # an address (mapa's) is not tracked per thread
+                    c.local[buf_key][i] = value
+                else:
+                    c.local[buf_key][i] = np.where(c.mask, value, old)
         return call
 
     def _arg(self, a: Any) -> Expr:
@@ -806,6 +969,17 @@ class Program:
         return tile
 
     def _region(self, r: Any) -> Expr:
+        peer = self._peer_view(r.source, r, "a tile primitive over")
+        inner = self._region_(r)
+        if peer is None:
+            return inner
+
+        def checked_region(c: Cta) -> Region:
+            peer(c)
+            return inner(c)
+        return checked_region
+
+    def _region_(self, r: Any) -> Expr:
         info = self._buffer(r.source)
         mins = [self.expr(x.min) for x in r.region]
         if all(type(x.extent).__name__ == "IntImm" for x in r.region):
@@ -841,6 +1015,17 @@ class Program:
                 if ch is not None:
                     stack.append(ch)
         return out
+
+
+def _unflat(buf: BufferInfo, flat: int) -> tuple[int, ...]:
+    """The index of element ``flat`` of ``buf`` (row-major)."""
+    if not buf.shape:
+        return (flat,)
+    idx = []
+    for n in reversed(buf.shape):
+        idx.append(flat % n)
+        flat //= n
+    return tuple(reversed(idx))
 
 
 def _read(cells: list[Any], i: int, mask: np.ndarray) -> Any:

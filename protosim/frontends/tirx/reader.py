@@ -55,15 +55,25 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
         if isinstance(value, bool) or not isinstance(value, int):
             raise TirxError(f"argument {key} = {value!r}: the kernel's scalar parameters take integers")
     program = compile_func(func, args)
+    cluster = program.cluster
+    if cluster > 1 and cluster > profile.max_cluster_size:
+        raise TirxError(f"a cluster of {cluster} CTAs ({'x'.join(map(str, program.cluster_dims))}); "
+                        + (f"{profile.name} has no thread-block clusters" if not profile.max_cluster_size else
+                           f"{profile.name} launches clusters of at most {profile.max_cluster_size}"))
     maps = tensor_maps(program)
     indices = list(range(program.n_ctas)) if ctas is None else sorted(set(ctas))  # n_ctas is bounded (interp)
     for i in indices:
         if not 0 <= i < program.n_ctas:
             raise TirxError(f"CTA {i}: the grid has {program.n_ctas} CTAs (0..{program.n_ctas - 1})")
-    raws, aliases = _interpret(program, maps, indices, Budget(max_ops))
+    if cluster > 1:
+        missing = sorted({c * cluster + r for c in {i // cluster for i in indices} for r in range(cluster)} - set(indices))
+        if missing:
+            raise TirxError(f"CTA(s) {missing[:8]} of the clusters asked for are missing; a cluster of {cluster} CTAs "
+                            "runs together -- pass every CTA of each cluster (CTAs c*cluster .. c*cluster + cluster-1)")
+    raws, aliases = _interpret(program, maps, indices, Budget(max_ops), cluster)
     roles = find_roles(raws, program.threads)
     storage = Storage(raws, roles, aliases)
-    programs = _finish(indices, raws, roles, storage, profile.clock_ghz)
+    programs = _finish(indices, raws, roles, storage, profile.clock_ghz, cluster)
     barriers, buffers = storage.decls()
     schedule = Schedule(
         name=name or func.attrs.get("global_symbol", "kernel") if func.attrs is not None else (name or "kernel"),
@@ -74,6 +84,7 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
         ctas=tuple(programs),
         l2_at_launch=l2_at_launch,
         config={"frontend": "tirx", "args": args, **(config or {})},
+        cluster=cluster,
     )
     try:
         validate(schedule)
@@ -82,13 +93,14 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
     return schedule
 
 
-def _interpret(program: Any, maps: dict, indices: list[int], budget: Budget) -> tuple[list[list[Raw]], dict[str, str]]:
+def _interpret(program: Any, maps: dict, indices: list[int], budget: Budget,
+               cluster: int = 1) -> tuple[list[list[Raw]], dict[str, str]]:
     """Run each CTA of ``indices``: its raw ops, and the barrier names call sites gave.
     After the first CTA, a grid whose CTAs would together pass the op budget is refused."""
     raws = []
     aliases: dict[str, str] = {}
     for n, i in enumerate(indices):
-        rec = Recognizer(maps, aliases, budget)
+        rec = Recognizer(maps, aliases, budget, cluster)
         program.run_cta(i, rec)
         raws.append(rec.ops)
         if n == 0 and len(rec.ops) * len(indices) > budget.max_ops:
@@ -98,17 +110,23 @@ def _interpret(program: Any, maps: dict, indices: list[int], budget: Budget) -> 
     return raws, aliases
 
 
-def _finish(indices: list[int], raws: list[list[Raw]], roles: list, storage: Storage, clock_ghz: float) -> list[CtaProgram]:
-    """Raw ops -> each CTA's program (drafts per role, folded ops, then the tags)."""
+def _finish(indices: list[int], raws: list[list[Raw]], roles: list, storage: Storage, clock_ghz: float,
+            cluster: int = 1) -> list[CtaProgram]:
+    """Raw ops -> each CTA's program (drafts per role, folded ops, then the tags -- a
+    cluster's CTAs together: a remote arrive or a multicast hands data from one to another)."""
     programs = []
     issuers: list[dict] = [{} for _ in roles]  # per role: issuer by (interned mask, kind)
-    for i, cta_raws in zip(indices, raws):
-        drafts = [drafts_for_role(cta_raws, role, storage, clock_ghz, cache) for role, cache in zip(roles, issuers)]
-        for role_drafts in drafts:
-            for d in role_drafts:
-                if d.raw.kind == "wgmma":
-                    finish_wgmma(d)
-                elif "_glob" in d.f:
-                    finish_copy(d)
-        programs.append(CtaProgram(i, tuple(tuple(ops) for ops in derive_tags(drafts))))
+    for start in range(0, len(indices), cluster):
+        group = []
+        for i, cta_raws in zip(indices[start:start + cluster], raws[start:start + cluster]):
+            drafts = [drafts_for_role(cta_raws, role, storage, clock_ghz, cache) for role, cache in zip(roles, issuers)]
+            for role_drafts in drafts:
+                for d in role_drafts:
+                    if d.raw.kind == "wgmma":
+                        finish_wgmma(d)
+                    elif "_glob" in d.f:
+                        finish_copy(d)
+            group.append(drafts)
+        for i, ops in zip(indices[start:start + cluster], derive_tags(group)):
+            programs.append(CtaProgram(i, tuple(tuple(role_ops) for role_ops in ops)))
     return programs

@@ -118,6 +118,8 @@ class Touch:
     elems: int
     tile: str = ""
     rows: Any = None
+    cta: int | None = None
+    """The cluster rank whose buffer it is (a 2-CTA MMA's operands and accumulator): ``Access.cta``."""
 
 
 PROTOCOL_PREFIXES = ("tirx.ptx.", "tirx.cuda.")
@@ -196,11 +198,37 @@ def _addr(v: Any, what: str, node: Any) -> Addr:
     return v
 
 
+def _own(v: Any, what: str, node: Any, op: str) -> Addr:
+    """An address in the executing CTA's own shared memory: ``op`` cannot reach a peer's."""
+    a = _addr(v, what, node)
+    if a.cta is not None:
+        raise TirxError(f"{where(node)}: {op} on {what} {a!r}, an address mapa made of cluster rank {a.cta}'s shared "
+                        "memory; PTX gives this op the CTA's own (shared::cta) address -- protosim does not model "
+                        "it on a peer's")
+    return a
+
+
+def _mask_ranks(mask: int, cluster: int, what: str, node: Any) -> tuple[int, ...]:
+    """The cluster ranks a ``cta_mask`` names (bit r: rank r)."""
+    if mask <= 0 or mask >> cluster:
+        raise TirxError(f"{where(node)}: {what} cta_mask {mask:#b} names rank(s) outside the cluster of {cluster} "
+                        f"CTA(s) (bits 0..{cluster - 1})" if mask > 0 else
+                        f"{where(node)}: {what} cta_mask 0 names no CTA")
+    return tuple(r for r in range(cluster) if mask >> r & 1)
+
+
+def _cta_group(strs: list[str]) -> int:
+    return 2 if any(s.strip(".") == "cta_group::2" for s in strs) else 1
+
+
 class Recognizer:
     """The interpreter's sink for one CTA: collects :class:`Raw` ops in program order."""
 
-    def __init__(self, maps: dict[int, TensorMap], aliases: dict[str, str] | None = None, budget: Budget | None = None):
+    def __init__(self, maps: dict[int, TensorMap], aliases: dict[str, str] | None = None, budget: Budget | None = None,
+                 cluster: int = 1):
         self.maps = maps
+        self.cluster = cluster
+        """CTAs per cluster: the ranks ``mapa`` and a ``cta_mask`` may name."""
         self.budget = budget or Budget()
         self.aliases = aliases if aliases is not None else {}
         """Unnamed buffer -> the name its call sites use (shared by every CTA's recognizer)."""
@@ -262,7 +290,8 @@ class Recognizer:
     # -- mbarrier ---------------------------------------------------------------------
     def _mbarrier_init(self, args, node, c, raw):
         bar, count = _nums(args)[:2]
-        self.emit("mbar_init", c, node, bar=_addr(bar, "the barrier", node), count=_count(count, "the count", node, c.mask))
+        self.emit("mbar_init", c, node, bar=_own(bar, "the barrier", node, "mbarrier.init"),
+                  count=_count(count, "the count", node, c.mask))
 
     def _mbarrier_arrive(self, args, node, c, raw):
         nums = _nums(args)
@@ -280,7 +309,8 @@ class Recognizer:
         self.emit("expect_tx", c, node, bar=_addr(bar, "the barrier", node), bytes=_count(nbytes, "the byte count", node, c.mask))
 
     def _wait(self, bar: Any, parity: Any, node: Any, c: Cta) -> None:
-        self.emit("wait", c, node, bar=_addr(bar, "the barrier", node), parity=_int(parity, "the parity", node, c.mask) & 1)
+        self.emit("wait", c, node, bar=_own(bar, "the barrier", node, "mbarrier.try_wait"),
+                  parity=_int(parity, "the parity", node, c.mask) & 1)
 
     def _mbarrier_try_wait_parity(self, args, node, c, raw):
         nums = _nums(args)
@@ -306,21 +336,79 @@ class Recognizer:
         return m
 
     def _cp_async_bulk_tensor_g2s_cta(self, args, node, c, raw):
-        nums = _nums(args)
-        dst, tmap, *coords, bar = nums
+        """``cp.async.bulk.tensor.Nd.shared::{cta,cluster}.global...`` -- operands ``dst, map,
+        coords[N], mbar{, ctaMask}{, cache_policy}`` (tvm's ptx table), then the modifiers."""
+        nums, strs = _nums(args), _strs(args)
+        dim = next((int(x[0]) for x in strs if len(x) == 2 and x[0].isdigit() and x[1] == "d"), len(nums) - 3)
+        multicast = "multicast::cluster" in strs
+        if any(x.startswith("multicast::cluster::") for x in strs):
+            raise TirxError(f"{where(node)}: {next(x for x in strs if x.startswith('multicast::cluster::'))} TMA is "
+                            "not modelled; protosim reads .multicast::cluster with a 16-bit cta_mask")
+        if len(nums) < dim + 3 + multicast:
+            raise TirxError(f"{where(node)}: a {dim}-D TMA load with {len(nums)} operands; expected dst, map, "
+                            f"{dim} coordinate(s), mbar{', cta_mask' if multicast else ''}")
+        dst, tmap = nums[0], nums[1]
+        coords, bar = nums[2:2 + dim], nums[2 + dim]
         m = self._map(tmap, node)
-        dst = _addr(dst, "the TMA destination", node)
+        dst = _own(dst, "the TMA destination", node, "a TMA load")
         coords = [_int(x, "a TMA coordinate", node, c.mask) for x in coords]
         tile = m.tile(coords)
-        self.emit("tma_load", c, node, bar=_addr(bar, "the TMA's barrier", node), bytes=m.bytes,
-                  dst=Touch(dst.buf, dst.offset, m.bytes // dst.buf.elem_bytes, tile), src=tile)
+        bar = _addr(bar, "the TMA's barrier", node)
+        group = _cta_group(strs)
+        f: dict[str, Any] = {}
+        if multicast:
+            mask = _int(nums[3 + dim], "the multicast cta_mask", node, c.mask)
+            f["multicast"] = _mask_ranks(mask, self.cluster, "the TMA's", node)
+        if bar.cta is not None and group != 2:
+            raise TirxError(f"{where(node)}: a TMA load completing on cluster rank {bar.cta}'s barrier (a mapa'd "
+                            "address) without .cta_group::2; PTX signals the destination CTA's own barrier")
+        self.emit("tma_load", c, node, bar=bar, bytes=m.bytes,
+                  dst=Touch(dst.buf, dst.offset, m.bytes // dst.buf.elem_bytes, tile), src=tile,
+                  box=(m, tuple(coords)), **f)
 
     _cp_async_bulk_tensor_g2s_cluster = _cp_async_bulk_tensor_g2s_cta
+
+    # -- clusters -------------------------------------------------------------------------
+    def _mapa(self, args, node, c, raw):
+        """``mapa.shared::cluster`` of a shared address into cluster rank ``b``: the same
+        buffer element in that CTA (an :class:`Addr` with ``cta``; the CTA's own rank is its
+        own address).  Statement form (``T.ptx.mapa(d, a, b)``) writes ``d``."""
+        nums = _nums(args)
+        statement = raw is not None
+        a, b = (nums[1], nums[2]) if len(nums) >= 3 else (nums[0], nums[1])
+        if isinstance(a, Addr) and a.cta is not None:
+            raise TirxError(f"{where(node)}: mapa of {a!r}, itself an address mapa made; map the CTA's own address")
+        a = _addr(a, "mapa's address", node)
+        if isinstance(b, np.ndarray):
+            act = b[c.mask] if b.shape == c.mask.shape else b
+            if act.size and not (act == act.flat[0]).all():
+                raise TirxError(f"{where(node)}: mapa's rank differs between the threads that execute it "
+                                f"({sorted(set(act.tolist()))[:8]}); protosim reads one peer per op -- issue one "
+                                "arrive per rank from one thread (docs/tirx.md, clusters)")
+        rank = _int(b, "mapa's rank", node, c.mask)
+        if not 0 <= rank < self.cluster:
+            raise TirxError(f"{where(node)}: mapa into cluster rank {rank}, but the cluster has {self.cluster} "
+                            f"CTA(s) (ranks 0..{self.cluster - 1})")
+        out = Addr(a.buf, a.idx, None if rank == c.rank else rank)
+        return Result(out) if statement else out
+
+    _mapa_u32 = _mapa
+    _mapa_u64_shared = _mapa
+
+    def _cluster_sync(self, args, node, c, raw):  # T.cuda.cluster_sync(): barrier.cluster.arrive.aligned + wait.aligned
+        self.emit("cluster_arrive", c, node, relaxed=False)
+        self.emit("cluster_wait", c, node)
+
+    def _barrier_cluster_arrive(self, args, node, c, raw):
+        self.emit("cluster_arrive", c, node, relaxed="relaxed" in _strs(args))
+
+    def _barrier_cluster_wait(self, args, node, c, raw):
+        self.emit("cluster_wait", c, node)
 
     def _cp_async_bulk_tensor_s2g(self, args, node, c, raw):
         tmap, *coords, src = _nums(args)
         m = self._map(tmap, node)
-        src = _addr(src, "the TMA store's source", node)
+        src = _own(src, "the TMA store's source", node, "a TMA store")
         tile = m.tile([_int(x, "a TMA coordinate", node, c.mask) for x in coords])
         self.emit("tma_store", c, node, bytes=m.bytes, src=Touch(src.buf, src.offset, m.bytes // src.buf.elem_bytes, tile))
 
@@ -335,7 +423,7 @@ class Recognizer:
     # -- Ampere cp.async ------------------------------------------------------------------
     def _cp_async(self, args, node, c, raw, nbytes_at: int = 2):
         nums = _nums(args)
-        dst = _addr(nums[0], "the cp.async destination", node)
+        dst = _own(nums[0], "the cp.async destination", node, "cp.async")
         nbytes = _count(nums[nbytes_at], "the cp.async size", node, c.mask) if len(nums) > nbytes_at else 16
         self.emit("cp_async", c, node, bytes=nbytes, dst=Touch(dst.buf, dst.offset, nbytes // dst.buf.elem_bytes))
 
@@ -401,13 +489,37 @@ class Recognizer:
 
     # -- tcgen05 ------------------------------------------------------------------------
     def _tcgen05_alloc(self, args, node, c, raw):
-        self.emit("tmem_alloc", c, node, columns=_count(_nums(args)[-1], "the TMEM columns", node, c.mask))
+        self.emit("tmem_alloc", c, node, columns=_count(_nums(args)[-1], "the TMEM columns", node, c.mask),
+                  cta_group=self._pair(args, node, c, "tcgen05.alloc"))
 
     def _tcgen05_dealloc(self, args, node, c, raw):
-        self.emit("tmem_dealloc", c, node, columns=_count(_nums(args)[-1], "the TMEM columns", node, c.mask))
+        self.emit("tmem_dealloc", c, node, columns=_count(_nums(args)[-1], "the TMEM columns", node, c.mask),
+                  cta_group=self._pair(args, node, c, "tcgen05.dealloc"))
+
+    def _pair(self, args: list[Any], node: Any, c: Cta, op: str) -> int:
+        """The op's ``.cta_group``; ``::2`` needs a cluster of whole pairs."""
+        group = _cta_group(_strs(args))
+        if group == 2 and self.cluster % 2:
+            raise TirxError(f"{where(node)}: {op}.cta_group::2 in a cluster of {self.cluster} CTA(s); a CTA pair "
+                            "needs a cluster of an even size (T.cta_id_in_cluster([2, ...]))")
+        return group
 
     def _tcgen05_commit(self, args, node, c, raw):
-        self.emit("mma_commit", c, node, bar=_addr(_nums(args)[0], "the commit's barrier", node))
+        nums = _nums(args)
+        bar = _addr(nums[0], "the commit's barrier", node)
+        f: dict[str, Any] = {}
+        if "multicast::cluster" in _strs(args):
+            f["multicast"] = _mask_ranks(_int(nums[1], "the commit's cta_mask", node, c.mask), self.cluster,
+                                         "tcgen05.commit's", node)
+            if bar.cta is not None:
+                raise TirxError(f"{where(node)}: a multicast tcgen05.commit on a mapa'd address (rank {bar.cta}); "
+                                "the cta_mask names the CTAs -- pass the CTA's own barrier address")
+        elif bar.cta is not None:  # .shared::cluster onto one peer's barrier: a multicast to that rank
+            f["multicast"] = (bar.cta,)
+            bar = Addr(bar.buf, bar.idx)
+        self.emit("mma_commit", c, node, bar=bar, cta_group=self._pair(args, node, c, "tcgen05.commit"), **f)
+
+    _tcgen05_commit_multicast = _tcgen05_commit
 
     def _tcgen05_wait(self, args, node, c, raw):
         if any("wait::st" in s for s in _strs(args)):
@@ -417,7 +529,8 @@ class Recognizer:
     # -- wgmma --------------------------------------------------------------------------
     def _wgmma_encode_matrix_descriptor(self, args, node, c, raw):
         dst, src = _nums(args)[:2]
-        self.desc[_addr(dst, "the descriptor", node).buf.name] = _addr(src, "the descriptor's shared memory", node)
+        self.desc[_addr(dst, "the descriptor", node).buf.name] = _own(src, "the descriptor's shared memory", node,
+                                                                        "a wgmma descriptor")
 
     def _wgmma_commit_group(self, args, node, c, raw):
         self.emit("wgmma_commit", c, node)
@@ -494,6 +607,16 @@ class Recognizer:
             d, a, b = regions[:3]
             flags = [x for x in args if not isinstance(x, Region)]
             accumulate = bool(_int(flags[2], "gemm_async's accumulate flag", node, c.mask)) if len(flags) >= 3 else True
+            group = self._tile_group(config, node, c, "gemm_async")
+            if group == 2:  # the pair's MMA: M rows over both CTAs, each CTA's operands and accumulator
+                if c.rank % 2:
+                    raise TirxError(f"{where(node)}: a cta_group=2 gemm_async issued by cluster rank {c.rank}; the "
+                                    "pair's MMA is issued by its even CTA (guard it with the rank's parity)")
+                pair = (None, c.rank + 1)  # its own operands (cta None), then its peer's
+                self.emit("mma", c, node, m=2 * d.extents[0], n=d.extents[1], k=a.extents[-1], accumulate=accumulate,
+                          reads=[_touch(x, cta=r) for x in (a, b) for r in pair],
+                          writes=[_touch(d, cta=r) for r in pair], cta_group=2)
+                return
             self.emit("mma", c, node, m=d.extents[0], n=d.extents[1], k=a.extents[-1], accumulate=accumulate,
                       reads=[_touch(a), _touch(b)], writes=[_touch(d)])
             return
@@ -505,10 +628,17 @@ class Recognizer:
         ds, ss = _space(dst.buf), _space(src.buf)
         tma = str(dispatch).startswith("tma")
         if is_async and tma and ds == "shared" and ss == "global":
-            bar = config.get("mbar")
+            bar = _addr(config.get("mbar"), "the TMA's barrier (mbar=)", node)
             tile = _tile_name(src)
-            self.emit("tma_load", c, node, bar=_addr(bar, "the TMA's barrier (mbar=)", node), bytes=src.bytes,
-                      dst=_touch(dst, tile), src=tile)
+            group = self._tile_group(config, node, c, "copy_async")
+            f: dict[str, Any] = {}
+            if "cta_mask" in config or "multicast" in config:
+                raise TirxError(f"{where(node)}: T.{scope}.copy_async with a multicast cta_mask is not read yet; "
+                                "write the multicast TMA as T.ptx.cp.async.bulk.tensor...multicast::cluster")
+            if bar.cta is not None and group != 2:
+                raise TirxError(f"{where(node)}: a TMA load completing on cluster rank {bar.cta}'s barrier (mbar= a "
+                                "remote_view / mapa'd address) without cta_group=2")
+            self.emit("tma_load", c, node, bar=bar, bytes=src.bytes, dst=_touch(dst, tile), src=tile, **f)
         elif is_async and tma and ds == "global" and ss == "shared":
             self.emit("tma_store", c, node, bytes=dst.bytes, src=_touch(src, _tile_name(dst)))
         elif is_async and ds == "local" and ss == "tmem":
@@ -531,6 +661,17 @@ class Recognizer:
             raise TirxError(f"{where(node)}: T.{scope}.copy{'_async' if is_async else ''}({dst!r}, {src!r}) "
                             f"(dispatch {dispatch}) is not a copy protosim models: it reads TMA loads and stores, "
                             "TMEM loads, thread copies global->shared and register stores (docs/tirx.md)")
+
+
+    def _tile_group(self, config: dict[str, Any], node: Any, c: Cta, op: str) -> int:
+        """A tile primitive's ``cta_group`` (1 or 2; 2 needs a cluster of pairs)."""
+        group = _int(config.get("cta_group", 1), f"{op}'s cta_group", node, c.mask)
+        if group not in (1, 2):
+            raise TirxError(f"{where(node)}: {op} with cta_group={group}; tcgen05 has cta_group 1 or 2")
+        if group == 2 and self.cluster % 2:
+            raise TirxError(f"{where(node)}: {op} with cta_group=2 in a cluster of {self.cluster} CTA(s); a CTA pair "
+                            "needs a cluster of an even size")
+        return group
 
 
 def _space(buf: BufferInfo) -> str:
@@ -558,13 +699,13 @@ def _tile_name(r: Region) -> str:
     return f"{r.buf.name}[{','.join(parts)}]"
 
 
-def _touch(r: Region, tile: str = "") -> Touch:
+def _touch(r: Region, tile: str = "", cta: int | None = None) -> Touch:
     mins = []
     for m in r.mins:
         if isinstance(m, np.ndarray):
             m = int(m.min())
         mins.append(int(m))
-    return Touch(r.buf, r.buf.flat(tuple(mins)), r.elems, tile)
+    return Touch(r.buf, r.buf.flat(tuple(mins)), r.elems, tile, cta=cta)
 
 
 def tensor_maps(program: Any) -> dict[int, TensorMap]:

@@ -23,6 +23,7 @@ schedule needs from what the code determines, in four steps:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from typing import Any
 
@@ -40,6 +41,8 @@ from protosim.ir import (
     BufferDecl,
     BulkCommit,
     BulkWait,
+    ClusterArrive,
+    ClusterWait,
     CpAsync,
     CpAsyncCommit,
     CpAsyncWait,
@@ -69,8 +72,9 @@ from protosim.ir import (
     WgmmaWait,
 )
 
-NO_UNION = {"cta_sync", "fence", "named_barrier", "warp_sync"}
-"""Ops every role runs alike (a CTA-wide barrier, a fence): they do not make warps one role."""
+NO_UNION = {"cta_sync", "fence", "named_barrier", "warp_sync", "cluster_arrive", "cluster_wait"}
+"""Ops every role runs alike (a CTA-wide or cluster-wide barrier, a fence): they do not make
+warps one role."""
 OBSERVER_KINDS = NO_UNION | {"wait", "sleep"}
 """A role that only waits (and sleeps, and syncs) changes no barrier and no buffer: an
 instrumentation warp (the Hopper kernels' trace observers, which stamp the clock when a phase
@@ -201,6 +205,11 @@ class Storage:
         self.infos: dict[str, BufferInfo] = {}
         self.tmem_end: dict[str, int] = {}
         self.parts: dict[str, int] = {}
+        self.slices: dict[str, set[int]] = {}
+        """Buffers a multicast TMA fills slice by slice: the slice sizes (elements).  A slice
+        is a part of a stage -- the stage is the smallest run of the buffer's leading index
+        that holds it (``Asmem[s, rn*BM/CN:, :]`` of ``Asmem[PIPE, BM, BK]`` is part ``rn`` of
+        stage ``s``), as every CTA of the multicast assembles the whole tile there."""
         self.async_touched: set[str] = set()
         """Buffers a TMA or an MMA reads or writes: their base needs 1024-byte alignment
         (128-byte swizzled tiles), as the kernels' pools place them."""
@@ -229,7 +238,10 @@ class Storage:
                     if r.kind in ASYNC_KINDS:
                         self.async_touched.add(t.buf.name)
                     if t.elems and r.kind not in PER_WARP:
-                        self.stage_elems[t.buf.name] = max(self.stage_elems.get(t.buf.name, 0), t.elems)
+                        size = _whole_rows(t.buf, t.elems) if f.get("multicast") else t.elems
+                        self.stage_elems[t.buf.name] = max(self.stage_elems.get(t.buf.name, 0), size)
+                        if size != t.elems:
+                            self.slices.setdefault(t.buf.name, set()).add(t.elems)
                     if t.buf.scope == "tmem" and t.elems:
                         cols = t.buf.shape[-1]
                         end = t.offset % cols + t.elems // t.buf.shape[0]
@@ -250,6 +262,13 @@ class Storage:
         size = self.stage_size(t.buf)
         return t.offset // size if size else 0
 
+    def part_of(self, t: Touch) -> int | None:
+        """The part of its stage a slice covers (``None``: the whole stage)."""
+        size = self.stage_size(t.buf)
+        if not size or not t.elems or t.elems >= size or t.elems not in self.slices.get(t.buf.name, ()):
+            return None
+        return (t.offset % size) // t.elems
+
     def stage_size(self, info: BufferInfo) -> int:
         if info.scope == "tmem":
             return self.stage_elems.get(info.name, info.elems) or info.elems
@@ -269,8 +288,21 @@ class Storage:
             else:
                 stages = max(info.elems // size, 1) if size else 1
                 align = 1024 if name in self.async_touched else 128
+                if name in self.slices:
+                    parts = max(parts, size // min(self.slices[name]))
                 buffers.append(BufferDecl(name, "smem", stages, size * info.elem_bytes, parts=parts, align=align))
         return barriers, tuple(buffers)
+
+
+def _whole_rows(buf: BufferInfo, elems: int) -> int:
+    """The smallest block of ``buf``'s trailing dimensions (``shape[d:]``) that holds
+    ``elems`` elements: a multicast slice's stage."""
+    size = 1
+    for n in reversed(buf.shape):
+        if size >= elems:
+            break
+        size *= n
+    return max(size, elems)
 
 
 # --------------------------------------------------------------------------- ops
@@ -371,13 +403,31 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
             extra["bytes"] = f["bytes"]
         if k == "wait":
             extra["parity"] = f["parity"]
+        if f["bar"].cta is not None:  # a peer's barrier (mapa): Arrive / ExpectTx .cta
+            extra["cta"] = f["bar"].cta
+        if k == "mma_commit" and f.get("multicast"):
+            extra["multicast"] = f["multicast"]
         d = Draft(cls, r, issuer=issuer, **extra)
         d.bar = barrier_name(f["bar"], storage.aliases)
         return d
     if k == "tma_load":
-        d = Draft(TmaLoad, r, issuer=issuer, bytes=f["bytes"], src=f["src"])
+        extra = {}
+        if f.get("multicast"):
+            extra["multicast"] = f["multicast"]
+        if f["bar"].cta is not None:  # cta_group::2: the pair leader's barrier
+            extra["barrier_cta"] = f["bar"].cta
+        t = f["dst"]
+        part = storage.part_of(t)
+        src = f["src"]
+        if part is not None:  # a slice: it writes part of the stage's tile, and reads its own piece of it
+            content = _stage_tile(f.get("box"), t, storage) or src
+            src = f"{content}#{part}"
+            t = Touch(t.buf, t.offset, t.elems, content, t.rows, t.cta)
+        d = Draft(TmaLoad, r, issuer=issuer, bytes=f["bytes"], src=src, **extra)
         d.bar = barrier_name(f["bar"], storage.aliases)
-        d.writes.append(("dst", _access(f["dst"], storage)))
+        d.writes.append(("dst", _access(t, storage, part=part)))
+        if part is not None:
+            d.f["_content"] = t.tile
         return d
     if k == "tma_store":
         d = Draft(TmaStore, r, issuer=issuer, bytes=f["bytes"])
@@ -409,7 +459,8 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
         d.reads.append(("src", _access(f["src"], storage, part=WARP_PART)))
         return d
     if k == "mma":
-        d = Draft(Mma, r, issuer=issuer, m=f["m"], n=f["n"], k_elems=f["k"], accumulate=f["accumulate"])
+        extra = {"cta_group": f["cta_group"]} if f.get("cta_group", 1) != 1 else {}
+        d = Draft(Mma, r, issuer=issuer, m=f["m"], n=f["n"], k_elems=f["k"], accumulate=f["accumulate"], **extra)
         d.reads += [("reads", _access(t, storage)) for t in f["reads"]]
         d.writes += [("writes", _access(t, storage)) for t in f["writes"]]
         return d
@@ -420,16 +471,22 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
         d.f.update(_count=1, _rows={_row_of(a)}, _ks={b[-1]}, _ns={_row_of(b)})
         return d
     simple = {"bulk_commit": (BulkCommit, ()), "bulk_wait": (BulkWait, ("n", "read")), "wgmma_commit": (WgmmaCommit, ()),
-              "wgmma_wait": (WgmmaWait, ("n",)), "wait_ld": (WaitLd, ()), "tmem_alloc": (TmemAlloc, ("columns",)),
-              "tmem_dealloc": (TmemDealloc, ("columns",)), "cta_sync": (CtaSync, ()),
+              "wgmma_wait": (WgmmaWait, ("n",)), "wait_ld": (WaitLd, ()), "tmem_alloc": (TmemAlloc, ("columns", "cta_group")),
+              "tmem_dealloc": (TmemDealloc, ("columns", "cta_group")), "cta_sync": (CtaSync, ()),
               "named_barrier": (NamedBarrierSync, ("barrier_id", "threads")), "warp_sync": (WarpSync, ()),
-              "fence": (Fence, ("fence",)), "cp_async_commit": (CpAsyncCommit, ()), "cp_async_wait": (CpAsyncWait, ("n",))}
+              "fence": (Fence, ("fence",)), "cp_async_commit": (CpAsyncCommit, ()), "cp_async_wait": (CpAsyncWait, ("n",)),
+              "cluster_arrive": (ClusterArrive, ("relaxed",)), "cluster_wait": (ClusterWait, ())}
     if k in simple:
         cls, fields = simple[k]
-        extra = {x: f[x] for x in fields}
+        extra = {x: f[x] for x in fields if x in f}
         if k in ("bulk_wait",) and not extra["read"]:
             extra.pop("read")
-        return Draft(cls, r, issuer=issuer if cls not in (CtaSync, NamedBarrierSync, Fence) else "all", **extra)
+        if cls in (ClusterArrive, ClusterWait) and issuer not in ("all", "warp0"):
+            raise TirxError(f"{r.where}: barrier.cluster.{k.split('_')[1]} executed by single threads of role "
+                            f"(issuer {issuer}); protosim models the .aligned form, every thread of the executing "
+                            "warps -- execute it in whole warps")
+        aligned = cls in (CtaSync, NamedBarrierSync, Fence)
+        return Draft(cls, r, issuer="all" if aligned else issuer, **extra)
     if k == "sleep":
         extra = {"warp": sleep_warp} if sleep_warp is not None else {}
         return Draft(Sleep, r, issuer=issuer, cycles=round(f["ns"] * clock_ghz), **extra)
@@ -442,7 +499,28 @@ def _row_of(idx: tuple[int, ...] | None) -> int:
 
 
 def _access(t: Touch, storage: Storage, part: int | None = None) -> Access:
-    return Access(t.buf.name, storage.stage_of(t), "", part)
+    return Access(t.buf.name, storage.stage_of(t), "", part, t.cta)
+
+
+def _stage_tile(box: Any, t: Touch, storage: Storage) -> str | None:
+    """The tile a whole stage holds, from one slice's TMA coordinates: the slice's outermost
+    coordinate less its row offset in the stage, in units of the stage's rows (``A[m,k]``
+    for each of the slices ``A[m*BM + j*BM/CN : +BM/CN, k*BK : +BK]``); None where the slice
+    is not whole rows of the stage."""
+    if box is None:
+        return None
+    m, coords = box
+    row = 1
+    for b in m.box[:-1]:
+        row *= b
+    size = storage.stage_size(t.buf)
+    off = t.offset % size if size else 0
+    if not row or size % row or off % row:
+        return None
+    from protosim.frontends.tirx.recognize import TensorMap
+
+    stage = TensorMap(m.name, m.buffer, (*m.box[:-1], size // row), m.elem_bytes)
+    return stage.tile([*coords[:-1], coords[-1] - off // row])
 
 
 def _disjoint_rows(r: Raw, first: int, warps: int) -> bool:
@@ -528,99 +606,153 @@ class Offsets:
         return -1 if self.first_parity.get((role, bar)) == 1 else 0
 
 
-def derive_tags(cta: list[list[Draft]]) -> list[list[Op]]:
-    """One CTA's drafts (per role) -> ops with ``use`` and ``Access.content``.
+def _fill_targets(d: Draft, rank: int) -> tuple[int, ...]:
+    """The cluster ranks whose barrier ``d`` arrives on or completes bytes on: a peer's
+    (``cta``, ``barrier_cta``), every rank of a multicast, or the CTA's own."""
+    f = d.f
+    if d.raw.kind == "mma_commit" and f.get("multicast"):
+        return tuple(f["multicast"])
+    if d.raw.kind == "tma_load":
+        if f.get("barrier_cta") is not None:
+            return (f["barrier_cta"],)
+        return tuple(f["multicast"]) if f.get("multicast") else (rank,)
+    return (f["cta"],) if f.get("cta") is not None else (rank,)
+
+
+def derive_tags(cluster: list[list[list[Draft]]]) -> list[list[list[Op]]]:
+    """One cluster's drafts (per CTA in rank order, per role) -> ops with ``use`` and
+    ``Access.content`` (a CTA without a cluster is a cluster of one).
 
     ``use``: a role's n-th fill of a barrier is use n (:class:`protosim.pipeline.UseCounter`'s
-    rule); a TMA load belongs to the fill whose bytes it completes (the next
-    ``arrive.expect_tx`` when the kernel issues loads first, the last one when it announces
-    first -- decided by the role's first TMA op on that barrier); waits by :class:`Offsets`.
+    rule), counted per barrier and CTA it lands in (a remote arrive on a peer's ``empty[s]``
+    counts apart from the local one); a TMA load belongs to the fill whose bytes it completes
+    (the next ``arrive.expect_tx`` when the kernel issues loads first, the last one when it
+    announces first -- decided by the role's first TMA op on that barrier; on a barrier the
+    role never fills -- a 2-CTA load onto the pair leader's -- the n-th run of loads between
+    the role's waits is use n); waits by :class:`Offsets`.
 
     ``content``: a write names its data -- a TMA load or thread copy the global tile its
     coordinates select, any other write ``<buffer>@<role>#<n>`` (the role's n-th write of
-    that stage).  A fill publishes the filling role's latest writes; a wait acquires what the
-    fill it waits for published; a read expects the latest data its role wrote or acquired
-    for that stage.  So a read's expectation follows the protocol's intent (the wait's
-    ``use``), and a read the protocol does not order after its data is what the checkers see."""
+    that stage; in a cluster ``<buffer>@c<rank>.<role>#<n>``).  A fill publishes the filling
+    role's latest writes to the barrier's CTA(s); a wait acquires what the fill it waits for
+    published (by ``use``) -- a peer's too: a multicast commit, a 2-CTA load onto the
+    leader's barrier; a read expects the latest data its role wrote or acquired for that
+    stage of that CTA's buffer.  So a read's expectation follows the protocol's intent (the
+    wait's ``use``), and a read the protocol does not order after its data is what the
+    checkers see."""
     from protosim.pipeline import UseCounter
 
-    offsets = Offsets(cta)
-    names = [f"r{i}" for i in range(len(cta))]
-    published: dict[tuple[str, int], dict[tuple[str, int], str]] = defaultdict(dict)
-    uses: list[list[int | None]] = []
-    contents: list[list[list[str]]] = []
-    for role, drafts in enumerate(cta):
-        fills, waits = UseCounter(), UseCounter()
-        loads_first: dict[str, bool] = {}
-        latest: dict[tuple[str, int], str] = {}
-        n_writes: dict[tuple[str, int], int] = defaultdict(int)
-        role_uses: list[int | None] = []
-        role_contents: list[list[str]] = []
-        for d in drafts:
-            k, bar, use = d.raw.kind, d.bar, None
-            if bar is not None:
-                if k in ("tma_load", "arrive_expect_tx", "expect_tx") and bar not in loads_first:
-                    loads_first[bar] = k == "tma_load"
-                if k == "wait":
-                    use = waits.take(bar) + offsets.offset(role, bar)
-                elif k in FILLS:
-                    use = fills.take(bar)
-                elif k == "tma_load":
-                    use = fills.count(bar) if loads_first[bar] else fills.last(bar)
-                elif k == "expect_tx":
-                    use = fills.count(bar)
-            wrote = []
-            for _, acc in d.writes:
-                key = (acc.buffer, acc.stage)
-                if k in ("tma_load", "thread_copy") and d.f.get("src"):
-                    content = d.f["src"]
-                else:
-                    n_writes[key] += 1
-                    content = f"{acc.buffer}@{names[role]}#{n_writes[key]}"
-                latest[key] = content
-                wrote.append(content)
-                if k == "tma_load":
-                    published[(bar, use)][key] = content
-            if k in FILLS:
-                published[(bar, use)].update(latest)
-            role_uses.append(use)
-            role_contents.append(wrote)
-        uses.append(role_uses)
-        contents.append(role_contents)
-    reads: list[list[list[str]]] = []
-    for role, drafts in enumerate(cta):
-        view: dict[tuple[str, int], str] = {}
-        role_reads = []
-        for d, use, wrote in zip(drafts, uses[role], contents[role]):
-            if d.raw.kind == "wait":
-                view.update(published.get((d.bar, use), {}))
-            role_reads.append([view.get((acc.buffer, acc.stage), "") for _, acc in d.reads])
-            for (_, acc), content in zip(d.writes, wrote):
-                view[(acc.buffer, acc.stage)] = content
-        reads.append(role_reads)
-    tiles = tiles_and_ks(cta, uses, contents, reads, offsets)
+    size = len(cluster)
+    offsets = Offsets([[d for cta in cluster for d in cta[role]] for role in range(len(cluster[0]))]) if size > 1 \
+        else Offsets(cluster[0])
+    published: dict[tuple[int, str, int], dict[tuple[int, str, int], str]] = defaultdict(dict)
+    uses: list[list[list[int | None]]] = []
+    contents: list[list[list[list[str]]]] = []
+    for rank, cta in enumerate(cluster):
+        names = [f"r{i}" if size == 1 else f"c{rank}.r{i}" for i in range(len(cta))]
+        cta_uses, cta_contents = [], []
+        for role, drafts in enumerate(cta):
+            fills, waits, runs = UseCounter(), UseCounter(), UseCounter()
+            filled = {_use_key(d, rank) for d in drafts if d.bar is not None and d.raw.kind in FILLS}
+            in_run: set[Any] = set()
+            loads_first: dict[Any, bool] = {}
+            latest: dict[tuple[int, str, int], str] = {}
+            n_writes: dict[tuple[int, str, int], int] = defaultdict(int)
+            role_uses: list[int | None] = []
+            role_contents: list[list[str]] = []
+            for d in drafts:
+                k, bar, use = d.raw.kind, d.bar, None
+                if bar is not None:
+                    key = _use_key(d, rank)
+                    if k in ("tma_load", "arrive_expect_tx", "expect_tx") and key not in loads_first:
+                        loads_first[key] = k == "tma_load"
+                    if k == "wait":
+                        use = waits.take(key) + offsets.offset(role, bar)
+                        in_run.clear()
+                    elif k in FILLS:
+                        use = fills.take(key)
+                    elif k == "tma_load" and size > 1 and key not in filled:
+                        if key not in in_run:
+                            runs.take(key)
+                            in_run.add(key)
+                        use = runs.last(key)
+                    elif k == "tma_load":
+                        use = fills.count(key) if loads_first[key] else fills.last(key)
+                    elif k == "expect_tx":
+                        use = fills.count(key)
+                wrote = []
+                for _, acc in d.writes:
+                    where = (rank if acc.cta is None else acc.cta, acc.buffer, acc.stage)
+                    if k in ("tma_load", "thread_copy") and d.f.get("src"):
+                        content = d.f.get("_content") or d.f["src"]
+                    else:
+                        n_writes[where] += 1
+                        content = f"{acc.buffer}@{names[role]}#{n_writes[where]}"
+                    latest[where] = content
+                    wrote.append(content)
+                    if k == "tma_load":
+                        for target in _fill_targets(d, rank):
+                            dst = where if not d.f.get("multicast") else (target, acc.buffer, acc.stage)
+                            published[(target, bar, use)][dst] = content
+                if k in FILLS:
+                    for target in _fill_targets(d, rank):
+                        published[(target, bar, use)].update(latest)
+                role_uses.append(use)
+                role_contents.append(wrote)
+            cta_uses.append(role_uses)
+            cta_contents.append(role_contents)
+        uses.append(cta_uses)
+        contents.append(cta_contents)
+    reads: list[list[list[list[str]]]] = []
+    for rank, cta in enumerate(cluster):
+        cta_reads: list[list[list[str]]] = []
+        for role, drafts in enumerate(cta):
+            view: dict[tuple[int, str, int], str] = {}
+            role_reads = []
+            for d, use, wrote in zip(drafts, uses[rank][role], contents[rank][role]):
+                if d.raw.kind == "wait":
+                    view.update(published.get((rank, d.bar, use), {}))
+                role_reads.append([view.get((rank if acc.cta is None else acc.cta, acc.buffer, acc.stage), "")
+                                   for _, acc in d.reads])
+                for (_, acc), content in zip(d.writes, wrote):
+                    view[(rank if acc.cta is None else acc.cta, acc.buffer, acc.stage)] = content
+            cta_reads.append(role_reads)
+        reads.append(cta_reads)
+    tiles = tiles_and_ks(cluster, uses, contents, reads, offsets)
     out = []
-    for role, drafts in enumerate(cta):
-        ops: list[Op] = []
-        for d, use, wrote, read, (tile, k) in zip(drafts, uses[role], contents[role], reads[role], tiles[role]):
-            f = dict(d.f)
-            if d.bar is not None:
-                f["barrier"] = d.bar
-                if d.cls is not MbarInit:
-                    f["use"] = use
-            for (name, acc), content in zip(d.reads, read):
-                _put(f, name, Access(acc.buffer, acc.stage, content, acc.part))
-            for (name, acc), content in zip(d.writes, wrote):
-                _put(f, name, Access(acc.buffer, acc.stage, content, acc.part))
-            if "src" in f and isinstance(f["src"], str) and f["src"] == f["dst"].content:
-                del f["src"]  # a copy's source defaults to the tile it writes
-            if tile is not None:
-                f["tile"] = tile
-            if k is not None:
-                f["k"] = k
-            ops.append(d.cls(**f))
-        out.append(ops)
+    for rank, cta in enumerate(cluster):
+        cta_out = []
+        for role, drafts in enumerate(cta):
+            ops: list[Op] = []
+            for d, use, wrote, read, (tile, k) in zip(drafts, uses[rank][role], contents[rank][role], reads[rank][role],
+                                                      tiles[rank][role]):
+                f = dict(d.f)
+                f.pop("_content", None)
+                if d.bar is not None:
+                    f["barrier"] = d.bar
+                    if d.cls is not MbarInit:
+                        f["use"] = use
+                for (name, acc), content in zip(d.reads, read):
+                    _put(f, name, dataclasses.replace(acc, content=content))
+                for (name, acc), content in zip(d.writes, wrote):
+                    _put(f, name, dataclasses.replace(acc, content=content))
+                if "src" in f and isinstance(f["src"], str) and f["src"] == f["dst"].content:
+                    del f["src"]  # a copy's source defaults to the tile it writes
+                if tile is not None:
+                    f["tile"] = tile
+                if k is not None:
+                    f["k"] = k
+                ops.append(d.cls(**f))
+            cta_out.append(ops)
+        out.append(cta_out)
     return out
+
+
+def _use_key(d: Draft, rank: int) -> Any:
+    """What a role counts uses of: the barrier, and the peer's rank when it is a peer's (a
+    remote arrive, a 2-CTA load onto the leader's barrier)."""
+    peer = d.f.get("cta", d.f.get("barrier_cta"))
+    return d.bar if peer is None or peer == rank else (d.bar, peer)
 
 
 MMAS = ("mma", "wgmma")
@@ -635,9 +767,11 @@ def _tile_of(name: str | None) -> tuple[int, int] | None:
     return (int(inside[0]), int(inside[1])) if len(inside) == 2 else None
 
 
-def tiles_and_ks(cta: list[list[Draft]], uses: list[list[int | None]], contents: list[list[list[str]]],
-                 reads: list[list[list[str]]], offsets: Offsets) -> list[list[tuple[Any, Any]]]:
-    """The ``tile`` and ``k`` tags, from what the code computes (docs/tirx.md).
+def tiles_and_ks(cluster: list[list[list[Draft]]], uses: list[list[list[int | None]]],
+                 contents: list[list[list[list[str]]]], reads: list[list[list[list[str]]]],
+                 offsets: Offsets) -> list[list[list[tuple[Any, Any]]]]:
+    """The ``tile`` and ``k`` tags of a cluster's CTAs (one CTA without clusters), from what
+    the code computes (docs/tirx.md).
 
     * ``tile``: a role that writes output works toward the tile of its next output store
       (TMA store coordinates, or the box of its global stores); an op after its last store
@@ -646,76 +780,106 @@ def tiles_and_ks(cta: list[list[Draft]], uses: list[list[int | None]], contents:
       the MMA that reads what it wrote (so a prefetched load is tagged with the k it feeds);
       a fill takes its role's latest MMA's (commits, releases) or copy's (``expect_tx``);
       a wait for a fill takes that fill's; a wait that acquires a free stage, and a sleep,
-      take those of the role's next copy or MMA."""
-    tags: list[list[list[Any]]] = [[[None, None] for _ in drafts] for drafts in cta]
-    storing = [any(d.out is not None for d in drafts) for drafts in cta]
-    for role, drafts in enumerate(cta):  # roles that store output: the tile of the next store
-        if storing[role]:
-            tile = None
-            for i in range(len(drafts) - 1, -1, -1):
-                if drafts[i].out is not None:
-                    tile = _tile_of(drafts[i].out)
-                tags[role][i][0] = tile
-    read_in: dict[str, Any] = {}
-    for role, drafts in enumerate(cta):
-        for i in range(len(drafts)):
-            if tags[role][i][0] is not None:
-                for c in reads[role][i]:
+      take those of the role's next copy or MMA.
+
+    In a cluster a CTA's own readers and fills decide first; a peer's (the pair leader's MMA
+    reading this CTA's operands, a multicast commit) only where the CTA has none."""
+    n = len(cluster)
+    tags: list[list[list[list[Any]]]] = [[[[None, None] for _ in drafts] for drafts in cta] for cta in cluster]
+    storing = [[any(d.out is not None for d in drafts) for drafts in cta] for cta in cluster]
+    for r, cta in enumerate(cluster):  # roles that store output: the tile of the next store
+        for role, drafts in enumerate(cta):
+            if storing[r][role]:
+                tile = None
+                for i in range(len(drafts) - 1, -1, -1):
+                    if drafts[i].out is not None:
+                        tile = _tile_of(drafts[i].out)
+                    tags[r][role][i][0] = tile
+    read_in: list[dict[str, Any]] = [{} for _ in range(n)]
+    for r, cta in enumerate(cluster):
+        for role, drafts in enumerate(cta):
+            for i in range(len(drafts)):
+                if tags[r][role][i][0] is not None:
+                    for c in reads[r][role][i]:
+                        if c:
+                            read_in[r].setdefault(c, tags[r][role][i][0])
+    read_any = _first_of(read_in)
+    for r, cta in enumerate(cluster):  # other roles: the tile of the next of their writes an output role reads
+        for role, drafts in enumerate(cta):
+            if not storing[r][role]:
+                tile = None
+                for i in range(len(drafts) - 1, -1, -1):
+                    for c in contents[r][role][i]:
+                        if c in read_in[r]:
+                            tile = read_in[r][c]
+                        elif c in read_any:
+                            tile = read_any[c]
+                    if drafts[i].raw.kind in MMAS:
+                        tags[r][role][i][0] = tile
+    reader: list[dict[str, tuple[Any, Any]]] = [{} for _ in range(n)]
+    for r, cta in enumerate(cluster):
+        for role, drafts in enumerate(cta):
+            last_tile, n_mma = object(), 0
+            for i, d in enumerate(drafts):
+                t = tags[r][role][i][0]
+                if d.raw.kind not in MMAS or t is None:
+                    continue
+                if t != last_tile:
+                    last_tile, n_mma = t, 0
+                tags[r][role][i][1] = n_mma
+                n_mma += 1
+                for c in reads[r][role][i]:
                     if c:
-                        read_in.setdefault(c, tags[role][i][0])
-    for role, drafts in enumerate(cta):  # other roles: the tile of the next of their writes an output role reads
-        if not storing[role]:
-            tile = None
+                        reader[r].setdefault(c, (t, tags[r][role][i][1]))
+    reader_any = _first_of(reader)
+    fill_tags: dict[tuple[int, str, int], tuple[Any, Any]] = {}
+    for r, cta in enumerate(cluster):
+        for role, drafts in enumerate(cta):
+            latest: tuple[Any, Any] = (None, None)
+            for i, d in enumerate(drafts):
+                k = d.raw.kind
+                t = tags[r][role][i]
+                if k in COPIES:
+                    wrote = contents[r][role][i]
+                    if wrote and wrote[0] in reader[r]:
+                        t[:] = reader[r][wrote[0]]
+                    elif wrote and wrote[0] in reader_any:
+                        t[:] = reader_any[wrote[0]]
+                    latest = tuple(t)
+                elif k in MMAS:
+                    latest = tuple(t)
+                elif d.bar is not None and k != "wait" and k != "mbar_init":
+                    if latest != (None, None):
+                        t[:] = [t[0] if t[0] is not None else latest[0], latest[1]]
+                    for target in _fill_targets(d, r) if n > 1 else (r,):
+                        key = (target, d.bar, uses[r][role][i])
+                        if target == r or key not in fill_tags:  # the barrier's own CTA's fill decides
+                            fill_tags[key] = tuple(t)
+    for r, cta in enumerate(cluster):
+        for role, drafts in enumerate(cta):
+            upcoming: tuple[Any, Any] = (None, None)
             for i in range(len(drafts) - 1, -1, -1):
-                for c in contents[role][i]:
-                    if c in read_in:
-                        tile = read_in[c]
-                if drafts[i].raw.kind in MMAS:
-                    tags[role][i][0] = tile
-    reader: dict[str, tuple[Any, Any]] = {}
-    for role, drafts in enumerate(cta):
-        last_tile, n_mma = object(), 0
-        for i, d in enumerate(drafts):
-            t = tags[role][i][0]
-            if d.raw.kind not in MMAS or t is None:
-                continue
-            if t != last_tile:
-                last_tile, n_mma = t, 0
-            tags[role][i][1] = n_mma
-            n_mma += 1
-            for c in reads[role][i]:
-                if c:
-                    reader.setdefault(c, (t, tags[role][i][1]))
-    fill_tags: dict[tuple[str, int], tuple[Any, Any]] = {}
-    for role, drafts in enumerate(cta):
-        latest: tuple[Any, Any] = (None, None)
-        for i, d in enumerate(drafts):
-            k = d.raw.kind
-            if k in COPIES:
-                wrote = contents[role][i]
-                if wrote and wrote[0] in reader:
-                    tags[role][i] = list(reader[wrote[0]])
-                latest = tuple(tags[role][i])
-            elif k in MMAS:
-                latest = tuple(tags[role][i])
-            elif d.bar is not None and k != "wait" and k != "mbar_init":
-                if latest != (None, None):
-                    tags[role][i] = [tags[role][i][0] if tags[role][i][0] is not None else latest[0], latest[1]]
-                fill_tags[(d.bar, uses[role][i])] = tuple(tags[role][i])
-    for role, drafts in enumerate(cta):
-        upcoming: tuple[Any, Any] = (None, None)
-        for i in range(len(drafts) - 1, -1, -1):
-            d = drafts[i]
-            k = d.raw.kind
-            if k in COPIES or k in MMAS:
-                upcoming = tuple(tags[role][i])
-            elif k == "wait":
-                acquire = offsets.offset(role, d.bar) < 0
-                got = upcoming if acquire else fill_tags.get((d.bar, uses[role][i]), upcoming)
-                tags[role][i] = [tags[role][i][0] if tags[role][i][0] is not None else got[0], got[1]]
-            elif k == "sleep":
-                tags[role][i] = [tags[role][i][0] if tags[role][i][0] is not None else upcoming[0], upcoming[1]]
-    return [[tuple(t) for t in role] for role in tags]
+                d = drafts[i]
+                k = d.raw.kind
+                t = tags[r][role][i]
+                if k in COPIES or k in MMAS:
+                    upcoming = tuple(t)
+                elif k == "wait":
+                    acquire = offsets.offset(role, d.bar) < 0
+                    got = upcoming if acquire else fill_tags.get((r, d.bar, uses[r][role][i]), upcoming)
+                    t[:] = [t[0] if t[0] is not None else got[0], got[1]]
+                elif k == "sleep":
+                    t[:] = [t[0] if t[0] is not None else upcoming[0], upcoming[1]]
+    return [[[tuple(t) for t in role] for role in cta] for cta in tags]
+
+
+def _first_of(maps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Every key of ``maps``, with the value of the first map (rank order) that has it."""
+    out: dict[str, Any] = {}
+    for m in maps:
+        for key, value in m.items():
+            out.setdefault(key, value)
+    return out
 
 
 def _put(f: dict[str, Any], name: str, acc: Access) -> None:

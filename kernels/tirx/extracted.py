@@ -4,7 +4,8 @@ The cross-check predicts from these (one source of truth: the program that runs 
 H200), and the tests pin the builders (``protosim.builders``) to them op for op.
 
 * :func:`primfunc` -- the uncompiled ``PrimFunc`` of a step and config: the Hopper kernels
-  (``hopper.build``) on sm_90 archs, the seed's steps v1-v6 and the book's v7 on sm_100;
+  (``hopper.build``; ``ws`` on a cluster is ``ws_cluster``) on sm_90 archs, the seed's steps
+  v1-v6 and the book's v7-v9 (v8, v9: 2-CTA clusters) on sm_100;
 * :func:`launch_args` -- the scalar arguments the runner passes (``kernels/runner/gemm.py``);
 * :func:`extract_schedule` -- both, through :func:`protosim.frontends.tirx.extract`.
 """
@@ -26,7 +27,7 @@ STEP_OF_BUILDER = {f"hgemm_v{i}": f"v{i}" for i in range(1, 7)} | {"hgemm_ws": "
 
 def primfunc(step: str, cfg: GemmConfig, trace: bool = False) -> Any:
     """The kernel ``step`` builds for ``cfg``: Hopper's on a wgmma arch, the seed's (v1-v6)
-    or the book's step 7 (``v7``) on a tcgen05 arch."""
+    or the book's steps 7-9 (``v7``, ``v8``, ``v9``) on a tcgen05 arch."""
     if load_profile(cfg.arch).mma_kind == "wgmma":
         from kernels.spec import KernelSpec
         from kernels.tirx import hopper
@@ -34,10 +35,10 @@ def primfunc(step: str, cfg: GemmConfig, trace: bool = False) -> Any:
         if step == "ws" and cfg.cluster_size > 1:  # the simulator's ws on a cluster is the kernels' ws_cluster
             step = "ws_cluster"
         return hopper.build(KernelSpec(step, cfg, trace))
-    if step == "v7":
+    if step in ("v7", "v8", "v9"):  # the book's steps: v8 (and v9) on 2-CTA clusters
         from kernels.tirx.book import book_step
 
-        return book_step("v7")(cfg)
+        return book_step(step)(cfg)
     from kernels.tirx.seed_sm100 import SEED_STEPS
 
     return SEED_STEPS[step](cfg)

@@ -37,8 +37,8 @@ Probes (``kind``):
     release, plus the release to the next arrive).
 
 * ``pingpong`` -- two threads take turns on two mbarriers (count 1): the ping arrives on
-  the pong's barrier then waits on its own (bounded ``try_wait.parity`` loop), the pong
-  waits then arrives back.  ``mode``: ``local`` (warps 0 and 1 of rank 0, ``mbarrier.arrive
+  the pong's barrier then waits on its own (bounded loop of ``try_wait.parity``, or of
+  ``test_wait.parity`` in the ``_spin`` probes: :data:`WAITS`), the pong waits then arrives back.  ``mode``: ``local`` (warps 0 and 1 of rank 0, ``mbarrier.arrive
   .shared.b64``), ``remote`` (warp 0 of ranks 0 and 1, ``mapa.shared::cluster`` +
   ``mbarrier.arrive.shared::cluster.b64`` on the other's barrier), ``selfmapa`` (as
   ``local`` but each arrive through ``mapa`` to its own rank and ``.shared::cluster``).  Row
@@ -108,6 +108,12 @@ def series(p: Probe) -> tuple[str, ...]:
     raise ValueError(p.kind)
 
 
+WAITS = (("try", ""), ("spin", "_spin"))
+"""How a probe waits on an mbarrier (``wait`` param; name suffix): ``try_wait.parity`` in a loop
+(may suspend the thread; the protocol kernels' wait; its wake-ups come in steps of ~208 cycles
+on the H200), or ``test_wait.parity`` polled in a loop (never suspends: the latency itself)."""
+
+
 def _csync(cs: int, relaxed: bool = False) -> Probe:
     sem = "arrive.relaxed" if relaxed else "arrive (release)"
     return Probe(f"csync{cs}{'_relaxed' if relaxed else ''}", "csync", cs, 130, {"relaxed": relaxed},
@@ -116,9 +122,10 @@ def _csync(cs: int, relaxed: bool = False) -> Probe:
 
 PROBES: tuple[Probe, ...] = (
     _csync(2), _csync(4), _csync(2, relaxed=True),
-    *(Probe(f"pp_{m}", "pingpong", 2, 256, {"mode": m}, what=f"mbarrier ping-pong, {m} arrives") for m in ("local", "remote", "selfmapa")),
-    *(Probe(f"tma_{c}_{kib}k", "tma", 2, 64, {"mode": mode, "rows": kib * 8}, what=f"2-D TMA {kib} KiB {mode}")
-      for c, mode in (("mc", "multicast"), ("uc", "unicast")) for kib in (8, 16)),
+    *(Probe(f"pp_{m}{sfx}", "pingpong", 2, 256, {"mode": m, "wait": w}, what=f"mbarrier ping-pong, {m} arrives, {w} waits")
+      for w, sfx in WAITS for m in ("local", "remote", "selfmapa")),
+    *(Probe(f"tma_{c}_{kib}k{sfx}", "tma", 2, 64, {"mode": mode, "rows": kib * 8, "wait": w}, what=f"2-D TMA {kib} KiB {mode}, {w} waits")
+      for w, sfx in WAITS for c, mode in (("mc", "multicast"), ("uc", "unicast")) for kib in (8, 16)),
     *(Probe(f"ds_{w}", "dsmem", 2, 32, {"where": w}, what=f"dependent ld chain, {w} shared memory") for w in ("local", "remote", "selfmapa")),
 )
 BY_NAME = {p.name: p for p in PROBES}
@@ -212,6 +219,9 @@ def summarize(records: list[dict]) -> dict[str, dict]:
 def constants(summary: dict[str, dict]) -> dict[str, dict]:
     """The three ``[cluster]`` constants from a summary (medians; see the module docstring):
 
+    Latencies come from the ``_spin`` probes (``test_wait`` polls): ``try_wait`` wakes in
+    ~208-cycle steps, which hide differences smaller than a step.
+
     * ``remote_arrive_cycles``: ping-pong one way, remote minus local;
     * ``cluster_sync_cycles``: barrier.cluster, last arrival to a waiter in another CTA (cross);
     * ``multicast_extra_cycles``: multicast TMA, peer's wait return minus the issuer's."""
@@ -220,14 +230,14 @@ def constants(summary: dict[str, dict]) -> dict[str, dict]:
         return None if s is None else s["median"]
 
     out = {}
-    loc, rem = med("pp_local", "one_way"), med("pp_remote", "one_way")
+    loc, rem = med("pp_local_spin", "one_way"), med("pp_remote_spin", "one_way")
     if loc is not None and rem is not None:
         out["remote_arrive_cycles"] = {"value": rem - loc, "remote_one_way": rem, "local_one_way": loc}
     cross = {cs: med(f"csync{cs}[spin={DEFAULT_SPIN}]", "cross") for cs in (2, 4)}
     selfr = {cs: med(f"csync{cs}[spin={DEFAULT_SPIN}]", "self") for cs in (2, 4)}
     if all(v is not None for v in cross.values()):
         out["cluster_sync_cycles"] = {"value": max(cross.values()), "cross": cross, "self": selfr}
-    ex = {kib: med(f"tma_mc_{kib}k", "peer_minus_local") for kib in (8, 16)}
+    ex = {kib: med(f"tma_mc_{kib}k_spin", "peer_minus_local") for kib in (8, 16)}
     if all(v is not None for v in ex.values()):
         out["multicast_extra_cycles"] = {"value": max(ex.values()), "by_kib": ex}
     return out

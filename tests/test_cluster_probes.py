@@ -31,6 +31,7 @@ LOCAL_ARRIVE = "mbarrier.arrive.shared.b64"
 MULTICAST = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
 UNICAST_CALL = "complete_tx__bytes("
 TRY_WAIT = "mbarrier.try_wait.parity.shared.b64"
+TEST_WAIT = "mbarrier.test_wait.parity.shared.b64"
 
 
 # ----------------------------------------------------------------------------- (a) the kernels
@@ -74,11 +75,13 @@ def test_csync_probes_split_arrive_and_wait_between_clock_reads(cuda, name):
         assert f"(((n % {2 * (p.cluster - 1)}) >> 1) + 1)" in b or f"% {p.cluster - 1}) + 1)" in b
 
 
+@pytest.mark.parametrize("sfx", ["", "_spin"])
 @pytest.mark.parametrize("mode", ["local", "remote", "selfmapa"])
-def test_pingpong_probes_arrive_the_way_their_mode_says(cuda, mode):
-    src = cuda[f"pp_{mode}"]
+def test_pingpong_probes_arrive_the_way_their_mode_says(cuda, mode, sfx):
+    src = cuda[f"pp_{mode}{sfx}"]
     b = _body(src)
-    assert TRY_WAIT in src and "mbarrier_wait(" not in b  # bounded try_wait loops, never the library's spin
+    assert "mbarrier_wait(" not in b  # bounded loops, never the library's unbounded spin
+    assert (TRY_WAIT in src) == (sfx == "") and (TEST_WAIT in src) == (sfx == "_spin")
     if mode == "local":
         assert _calls(b, "mbarrier_arrive_nocount_arrive_shared_b64") == 2 and MAPA not in src and REMOTE_ARRIVE not in src
     else:
@@ -92,6 +95,7 @@ def test_pingpong_probes_arrive_the_way_their_mode_says(cuda, mode):
 def test_tma_probes_load_the_tile_they_name(cuda, name):
     src, p = cuda[name], C.BY_NAME[name]
     b = _body(src)
+    assert (TEST_WAIT in src) == name.endswith("_spin") and (TRY_WAIT in src) != name.endswith("_spin")
     nbytes = p.params["rows"] * 128
     assert f"(uint){nbytes})" in b  # arrive.expect_tx of the tile's bytes
     assert "cuTensorMapEncodeTiled" in src or "CUtensorMap" in src
@@ -157,10 +161,10 @@ def test_tma_arithmetic_subtracts_the_calibrated_one_way():
 
 
 def test_constants_come_from_the_medians():
-    summary = {"pp_local": {"one_way": {"median": 130.0}}, "pp_remote": {"one_way": {"median": 300.0}},
+    summary = {"pp_local_spin": {"one_way": {"median": 130.0}}, "pp_remote_spin": {"one_way": {"median": 300.0}},
                f"csync2[spin={C.DEFAULT_SPIN}]": {"cross": {"median": 180.0}, "self": {"median": 150.0}},
                f"csync4[spin={C.DEFAULT_SPIN}]": {"cross": {"median": 190.0}, "self": {"median": 150.0}},
-               "tma_mc_8k": {"peer_minus_local": {"median": 40.0}}, "tma_mc_16k": {"peer_minus_local": {"median": 50.0}}}
+               "tma_mc_8k_spin": {"peer_minus_local": {"median": 40.0}}, "tma_mc_16k_spin": {"peer_minus_local": {"median": 50.0}}}
     c = C.constants(summary)
     assert c["remote_arrive_cycles"]["value"] == 170 and c["cluster_sync_cycles"]["value"] == 190
     assert c["multicast_extra_cycles"]["value"] == 50

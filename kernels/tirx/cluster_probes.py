@@ -9,8 +9,9 @@ has the same signature,
 
 is launched as one cluster (grid = cluster size; tvm's runtime takes the cluster shape
 from ``T.cta_id_in_cluster``), keeps its stamps in shared memory while it runs and
-writes them out at the end.  Every mbarrier wait is a ``try_wait.parity`` loop bounded by
-``budget`` cycles (a wait that runs out counts in ``meta[1]``, and its thread stops
+writes them out at the end.  Every mbarrier wait is a ``try_wait.parity`` loop (``wait =
+"try"``, which may suspend the thread) or a ``test_wait.parity`` spin (``wait = "spin"``),
+bounded by ``budget`` cycles (a wait that runs out counts in ``meta[1]``, and its thread stops
 arriving); the only unbounded waits are ``barrier.cluster``'s, which every thread of
 every CTA reaches by construction.
 
@@ -91,6 +92,7 @@ def _pingpong(p: C.Probe):
     MODE = p.params["mode"]
     REMOTE = MODE == "remote"
     MAPA = MODE in ("remote", "selfmapa")
+    SPIN = p.params.get("wait", "try") == "spin"
 
     @T.prim_func
     def kernel(out: T.Buffer((N,), "int64"), meta: T.Buffer((C.META_WORDS,), "int32"),
@@ -109,6 +111,7 @@ def _pingpong(p: C.Probe):
         t1 = T.local_scalar("int64")
         aborted = T.local_scalar("int32")
         remote = T.local_scalar("uint32")
+        polls = T.local_scalar("int32")
         aborted = 0
         if tx == 0:
             T.ptx.mbarrier.init.shared.b64(T.address_of(bar_ping[0]), T.uint32(1))
@@ -119,15 +122,28 @@ def _pingpong(p: C.Probe):
         @T.inline
         def bwait(bar, parity):
             if aborted == 0:
-                T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
-                if ok == T.uint32(0):
-                    t1 = T.cast(T.cuda.clock64(), "int64")
-                    while ok == T.uint32(0) and aborted == 0:
-                        T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
-                        if ok == T.uint32(0):
-                            if T.cast(T.cuda.clock64(), "int64") - t1 > budget:
-                                aborted = 1
-                                T.cuda.atomic_add(T.address_of(meta[1]), T.int32(1))
+                if SPIN:  # non-blocking test_wait polls; the budget is read every 16th poll
+                    T.ptx.mbarrier.test_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                    if ok == T.uint32(0):
+                        t1 = T.cast(T.cuda.clock64(), "int64")
+                        polls = 0
+                        while ok == T.uint32(0) and aborted == 0:
+                            T.ptx.mbarrier.test_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                            polls = polls + 1
+                            if ok == T.uint32(0) and polls % 16 == 0:
+                                if T.cast(T.cuda.clock64(), "int64") - t1 > budget:
+                                    aborted = 1
+                                    T.cuda.atomic_add(T.address_of(meta[1]), T.int32(1))
+                else:  # try_wait, which may suspend the thread (what the protocol kernels use)
+                    T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                    if ok == T.uint32(0):
+                        t1 = T.cast(T.cuda.clock64(), "int64")
+                        while ok == T.uint32(0) and aborted == 0:
+                            T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                            if ok == T.uint32(0):
+                                if T.cast(T.cuda.clock64(), "int64") - t1 > budget:
+                                    aborted = 1
+                                    T.cuda.atomic_add(T.address_of(meta[1]), T.int32(1))
 
         @T.inline
         def signal(bar, rank):
@@ -169,6 +185,7 @@ def _tma(p: C.Probe):
     ROWS = p.params["rows"]
     BYTES = ROWS * 128
     MC = p.params["mode"] == "multicast"
+    SPIN = p.params.get("wait", "try") == "spin"
     DATA_AT = -(-(5 * 8 + 4 * N * 8) // 1024) * 1024
 
     @T.prim_func
@@ -201,6 +218,7 @@ def _tma(p: C.Probe):
         t1 = T.local_scalar("int64")
         aborted = T.local_scalar("int32")
         remote = T.local_scalar("uint32")
+        polls = T.local_scalar("int32")
         aborted = 0
         if tx == 0:
             T.ptx.mbarrier.init.shared.b64(T.address_of(full[0]), T.uint32(1))
@@ -217,15 +235,28 @@ def _tma(p: C.Probe):
         @T.inline
         def bwait(bar, parity):
             if aborted == 0:
-                T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
-                if ok == T.uint32(0):
-                    t1 = T.cast(T.cuda.clock64(), "int64")
-                    while ok == T.uint32(0) and aborted == 0:
-                        T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
-                        if ok == T.uint32(0):
-                            if T.cast(T.cuda.clock64(), "int64") - t1 > budget:
-                                aborted = 1
-                                T.cuda.atomic_add(T.address_of(meta[1]), T.int32(1))
+                if SPIN:  # non-blocking test_wait polls; the budget is read every 16th poll
+                    T.ptx.mbarrier.test_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                    if ok == T.uint32(0):
+                        t1 = T.cast(T.cuda.clock64(), "int64")
+                        polls = 0
+                        while ok == T.uint32(0) and aborted == 0:
+                            T.ptx.mbarrier.test_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                            polls = polls + 1
+                            if ok == T.uint32(0) and polls % 16 == 0:
+                                if T.cast(T.cuda.clock64(), "int64") - t1 > budget:
+                                    aborted = 1
+                                    T.cuda.atomic_add(T.address_of(meta[1]), T.int32(1))
+                else:  # try_wait, which may suspend the thread (what the protocol kernels use)
+                    T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                    if ok == T.uint32(0):
+                        t1 = T.cast(T.cuda.clock64(), "int64")
+                        while ok == T.uint32(0) and aborted == 0:
+                            T.ptx.mbarrier.try_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(parity))
+                            if ok == T.uint32(0):
+                                if T.cast(T.cuda.clock64(), "int64") - t1 > budget:
+                                    aborted = 1
+                                    T.cuda.atomic_add(T.address_of(meta[1]), T.int32(1))
 
         @T.inline
         def remote_arrive(bar, rank):

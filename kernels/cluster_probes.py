@@ -79,6 +79,7 @@ DSMEM_STRIDE = 33  # next = (i + 33) % 1024: a different bank every hop
 WARMUP = 2  # leading iterations of each launch left out of the statistics (cold L2, cold code)
 DEFAULT_SPIN = 4000  # cycles the late CTA of a csync phase waits: >> any latency here
 DEFAULT_BUDGET = 20_000_000  # cycles a bounded wait may take (~10 ms)
+SWEEP_A = 256  # sweep probes: the event is issued this many cycles after the common origin
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,8 @@ def series(p: Probe) -> tuple[str, ...]:
         return ("t0", "t_local", "t_ack", "cal_rt")
     if p.kind == "dsmem":
         return ("chain",)
+    if p.kind == "sweep":
+        return tuple(f"{k}{c}" for c in (0, 1) for k in ("issue", "probe", "ok"))
     raise ValueError(p.kind)
 
 
@@ -127,6 +130,11 @@ PROBES: tuple[Probe, ...] = (
     *(Probe(f"tma_{c}_{kib}k{sfx}", "tma", 2, 64, {"mode": mode, "rows": kib * 8, "wait": w}, what=f"2-D TMA {kib} KiB {mode}, {w} waits")
       for w, sfx in WAITS for c, mode in (("mc", "multicast"), ("uc", "unicast")) for kib in (8, 16)),
     *(Probe(f"ds_{w}", "dsmem", 2, 32, {"where": w}, what=f"dependent ld chain, {w} shared memory") for w in ("local", "remote", "selfmapa")),
+    *(Probe(f"sw_arrive_{m}", "sweep", 2, 80 * 2 * 3, {"event": "arrive", "mode": m, "d0": -48, "step": 6, "nsteps": 80},
+            what=f"{m} mbarrier.arrive, one test_wait at a swept offset") for m in ("local", "remote")),
+    *(Probe(f"sw_tma_{c}_{kib}k", "sweep", 2, 96 * 2 * 3, {"event": "tma", "mode": mode, "rows": kib * 8, "d0": 100, "step": 8, "nsteps": 96},
+            what=f"2-D TMA {kib} KiB {mode}, one test_wait at a swept offset")
+      for c, mode in (("mc", "multicast"), ("uc", "unicast")) for kib in (8, 16)),
 )
 BY_NAME = {p.name: p for p in PROBES}
 
@@ -195,7 +203,50 @@ def samples(p: Probe, rows: dict[str, list[int]], spin: int = 0) -> dict[str, li
     if p.kind == "dsmem":
         ch = rows["chain"][WARMUP:]
         return {"chain": ch, "per_load": [x / HOPS for x in ch]}
+    if p.kind == "sweep":
+        return {"issue_offset": [rows[f"issue{(i // p.params['nsteps']) % 2}"][i] for i in range(p.n)]}
     raise ValueError(p.kind)
+
+
+def sweep_points(p: Probe, rows: dict[str, list[int]]) -> dict[str, list[tuple[int, int]]]:
+    """``(x, ok)`` per probe of one sweep launch, by what was probed: ``x`` is the probe's
+    ``test_wait`` time minus the event's issue time (each an offset from the common origin on
+    its own SM's clock), ``ok`` whether that ``test_wait`` saw the phase complete.  Keys:
+    ``local_dir{s}`` (the barrier of the issuing CTA ``s``), ``peer_dir{s}`` (the other
+    CTA's barrier: a remote arrive, or a multicast's peer copy)."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    ev, mode = p.params["event"], p.params["mode"]
+    for i in range(p.n):
+        s = (i // p.params["nsteps"]) % 2
+        targets = {"multicast": (s, 1 - s), "remote": (1 - s,)}.get(mode, (s,))
+        for c in targets:
+            ok = rows[f"ok{c}"][i]
+            if ok < 0:
+                continue
+            key = f"{'local' if c == s else 'peer'}_dir{s}"
+            out.setdefault(key, []).append((rows[f"probe{c}"][i] - rows[f"issue{s}"][i], int(ok != 0)))
+    return out
+
+
+def threshold(points: list[tuple[int, int]]) -> dict | None:
+    """Where ``ok`` turns on along ``x``: the cut with the fewest misclassified probes (``ok``
+    before it, not ``ok`` after it), as the midpoint between the probes either side; ``lo`` /
+    ``hi``: the last not-``ok`` and the first ``ok`` probe (the transition's width)."""
+    if not points:
+        return None
+    pts = sorted(points)
+    xs = sorted({x for x, _ in pts})
+    n_ok_total = sum(ok for _, ok in pts)
+    best = None
+    for cut in xs + [xs[-1] + 1]:
+        errors = sum(1 for x, ok in pts if (x < cut and ok) or (x >= cut and not ok))
+        if best is None or errors < best[0]:
+            best = (errors, cut)
+    errors, cut = best
+    below = [x for x in xs if x < cut]
+    t = (below[-1] + cut) / 2 if below else cut
+    return {"threshold": t, "errors": errors, "n": len(pts), "n_ok": n_ok_total,
+            "lo": max((x for x, ok in pts if not ok), default=None), "hi": min((x for x, ok in pts if ok), default=None)}
 
 
 def decode(p: Probe, flat: list[int]) -> dict[str, list[int]]:
@@ -206,6 +257,7 @@ def decode(p: Probe, flat: list[int]) -> dict[str, list[int]]:
 def summarize(records: list[dict]) -> dict[str, dict]:
     """``"probe[spin]" -> {metric: stats}`` over every ``ok`` record (all launches pooled)."""
     pooled: dict[str, dict[str, list[float]]] = {}
+    points: dict[str, dict[str, list[tuple[int, int]]]] = {}
     for r in records:
         if r.get("outcome") != "ok" or r["probe"] not in BY_NAME:
             continue
@@ -213,31 +265,62 @@ def summarize(records: list[dict]) -> dict[str, dict]:
         key = f"{p.name}[spin={r['spin']}]" if p.kind == "csync" else p.name
         for m, xs in samples(p, r["rows"], r.get("spin", 0)).items():
             pooled.setdefault(key, {}).setdefault(m, []).extend(xs)
-    return {k: {m: stats(xs) for m, xs in v.items()} for k, v in pooled.items()}
+        if p.kind == "sweep":
+            for m, pts in sweep_points(p, r["rows"]).items():
+                points.setdefault(key, {}).setdefault(m, []).extend(pts)
+    out = {k: {m: stats(xs) for m, xs in v.items()} for k, v in pooled.items()}
+    for k, v in points.items():
+        out[k].update({f"thr_{m}": threshold(pts) for m, pts in sorted(v.items())})
+    return out
 
 
 def constants(summary: dict[str, dict]) -> dict[str, dict]:
     """The three ``[cluster]`` constants from a summary (medians; see the module docstring):
 
-    Latencies come from the ``_spin`` probes (``test_wait`` polls): ``try_wait`` wakes in
-    ~208-cycle steps, which hide differences smaller than a step.
+    A waiter polling an mbarrier (``try_wait`` or ``test_wait`` in a loop) sees a completion
+    only in steps of ~210 cycles on the H200, which hides differences smaller than a step;
+    so the mbarrier constants come from the sweep probes (one ``test_wait`` at a swept
+    offset from a common origin), averaged over both directions, and fall back to the
+    ping-pong medians only when a summary has no sweep.
 
-    * ``remote_arrive_cycles``: ping-pong one way, remote minus local;
-    * ``cluster_sync_cycles``: barrier.cluster, last arrival to a waiter in another CTA (cross);
-    * ``multicast_extra_cycles``: multicast TMA, peer's wait return minus the issuer's."""
+    * ``remote_arrive_cycles``: when a remote arrive's completion is first seen on the peer's
+      barrier, minus when a local arrive's is on its own (sweep);
+    * ``cluster_sync_cycles``: barrier.cluster, last arrival to a waiter in another CTA (cross),
+      the larger of clusters of 2 and 4;
+    * ``multicast_extra_cycles``: multicast TMA, the peer's completion minus the issuer's
+      (sweep), the larger of 8 and 16 KiB."""
     def med(key, metric):
         s = summary.get(key, {}).get(metric)
         return None if s is None else s["median"]
 
+    def thr(key, metric):
+        s = summary.get(key, {}).get(f"thr_{metric}")
+        return None if s is None else s["threshold"]
+
+    def both(key, kind):  # the two directions' mean: the origin's skew between the SMs cancels
+        t = [thr(key, f"{kind}_dir{d}") for d in (0, 1)]
+        return None if None in t else sum(t) / 2
+
     out = {}
-    loc, rem = med("pp_local_spin", "one_way"), med("pp_remote_spin", "one_way")
+    loc, rem = both("sw_arrive_local", "local"), both("sw_arrive_remote", "peer")
     if loc is not None and rem is not None:
-        out["remote_arrive_cycles"] = {"value": rem - loc, "remote_one_way": rem, "local_one_way": loc}
+        out["remote_arrive_cycles"] = {"value": rem - loc, "method": "sweep", "remote": rem, "local": loc}
+    else:
+        loc, rem = med("pp_local_spin", "one_way"), med("pp_remote_spin", "one_way")
+        if loc is not None and rem is not None:
+            out["remote_arrive_cycles"] = {"value": rem - loc, "method": "pingpong", "remote_one_way": rem, "local_one_way": loc}
     cross = {cs: med(f"csync{cs}[spin={DEFAULT_SPIN}]", "cross") for cs in (2, 4)}
     selfr = {cs: med(f"csync{cs}[spin={DEFAULT_SPIN}]", "self") for cs in (2, 4)}
     if all(v is not None for v in cross.values()):
         out["cluster_sync_cycles"] = {"value": max(cross.values()), "cross": cross, "self": selfr}
-    ex = {kib: med(f"tma_mc_{kib}k_spin", "peer_minus_local") for kib in (8, 16)}
-    if all(v is not None for v in ex.values()):
-        out["multicast_extra_cycles"] = {"value": max(ex.values()), "by_kib": ex}
+    sw = {kib: (both(f"sw_tma_mc_{kib}k", "peer"), both(f"sw_tma_mc_{kib}k", "local")) for kib in (8, 16)}
+    if all(None not in v for v in sw.values()):
+        ex = {kib: pe - lo for kib, (pe, lo) in sw.items()}
+        out["multicast_extra_cycles"] = {"value": max(ex.values()), "method": "sweep", "by_kib": ex,
+                                         "peer": {k: v[0] for k, v in sw.items()}, "local": {k: v[1] for k, v in sw.items()},
+                                         "unicast_local": {kib: both(f"sw_tma_uc_{kib}k", "local") for kib in (8, 16)}}
+    else:
+        ex = {kib: med(f"tma_mc_{kib}k_spin", "peer_minus_local") for kib in (8, 16)}
+        if all(v is not None for v in ex.values()):
+            out["multicast_extra_cycles"] = {"value": max(ex.values()), "method": "pingpong", "by_kib": ex}
     return out

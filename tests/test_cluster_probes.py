@@ -122,7 +122,53 @@ def test_dsmem_probes_chase_through_the_space_they_name(cuda, where):
     assert ranks == {"local": [], "remote": ["1"], "selfmapa": ["0"]}[where]
 
 
+@pytest.mark.parametrize("name", [p.name for p in C.PROBES if p.kind == "sweep"])
+def test_sweep_probes_issue_after_a_common_origin_and_probe_once(cuda, name):
+    src, p = cuda[name], C.BY_NAME[name]
+    b = _body(src)
+    loop = b[b.index(f"< {p.n}; ++i_1)"):]
+    # the origin: a full barrier.cluster (arrive + wait) then a clock read, every iteration
+    assert re.search(r"tvm_builtin_cuda_cluster_sync\(\);\s*r_ptr\[0\] = \(\(int64_t\)tvm_builtin_clock64\(\)\);", loop)
+    assert f"(int64_t){C.SWEEP_A} <=" in loop  # the issuer waits A cycles after the origin
+    assert TEST_WAIT in src and TRY_WAIT not in src
+    ev, mode = p.params["event"], p.params["mode"]
+    if ev == "arrive":
+        assert (REMOTE_ARRIVE in src) == (mode == "remote") and (_calls(loop, "mbarrier_arrive_nocount_arrive_shared_b64") == (mode == "local"))
+        if mode == "remote":
+            assert "(uint)(1 - " in loop  # mapa to the other rank
+    else:
+        assert (MULTICAST in src) == (mode == "multicast") and f"(uint){p.params['rows'] * 128})" in loop
+    # a probe is: spin to r + d, stamp, one test_wait, record its result
+    assert re.search(r"\+ 577\)\] = \(\(\(int64_t\)tvm_builtin_clock64\(\)\) - r_ptr\[0\]\);\s*tvm_builtin_ptx_mbarrier_test_wait", loop) \
+        or "test_wait" in loop
+
+
 # ----------------------------------------------------------------------------- (b) the arithmetic
+
+
+def test_threshold_finds_the_step():
+    pts = [(x, int(x >= 137)) for x in range(0, 400, 6)] + [(140, 0), (134, 1)]  # one probe off the step either way
+    t = C.threshold(pts)
+    assert 132 <= t["threshold"] <= 140 and t["errors"] == 1 and t["lo"] == 140 and t["hi"] == 134
+
+
+def test_sweep_points_cancel_the_origin_skew():
+    p = C.BY_NAME["sw_arrive_remote"]
+    true, skew = 150, 7  # rank 1's origin is 7 cycles after rank 0's
+    rows = {k: [0] * p.n for k in C.series(p)}
+    for i in range(p.n):
+        s = (i // p.params["nsteps"]) % 2
+        c = 1 - s
+        d = C.SWEEP_A + p.params["d0"] + (i % p.params["nsteps"]) * p.params["step"]
+        rows[f"issue{s}"][i] = C.SWEEP_A
+        rows[f"probe{c}"][i] = d
+        # physical probe time minus physical issue time, with rank 1's origin later by `skew`
+        phys = (d + (skew if c == 1 else 0)) - (C.SWEEP_A + (skew if s == 1 else 0))
+        rows[f"ok{c}"][i] = int(phys >= true)
+        rows[f"ok{s}"][i] = -1
+    pts = C.sweep_points(p, rows)
+    t0, t1 = (C.threshold(pts[f"peer_dir{d}"])["threshold"] for d in (0, 1))
+    assert abs(t0 - (true - skew)) <= 6 and abs(t1 - (true + skew)) <= 6 and abs((t0 + t1) / 2 - true) <= 6
 
 
 def _synthetic_csync(p: C.Probe, spin: int, l_self: float, l_cross: float, dwell: float) -> dict:
@@ -168,6 +214,14 @@ def test_constants_come_from_the_medians():
     c = C.constants(summary)
     assert c["remote_arrive_cycles"]["value"] == 170 and c["cluster_sync_cycles"]["value"] == 190
     assert c["multicast_extra_cycles"]["value"] == 50
+    thr = lambda v: {"threshold": v}  # noqa: E731
+    summary |= {"sw_arrive_local": {"thr_local_dir0": thr(40), "thr_local_dir1": thr(42)},
+                "sw_arrive_remote": {"thr_peer_dir0": thr(140), "thr_peer_dir1": thr(160)},
+                **{f"sw_tma_mc_{k}k": {"thr_local_dir0": thr(400), "thr_local_dir1": thr(400), "thr_peer_dir0": thr(420),
+                                       "thr_peer_dir1": thr(440 + k)} for k in (8, 16)}}
+    c = C.constants(summary)
+    assert c["remote_arrive_cycles"]["value"] == 109 and c["remote_arrive_cycles"]["method"] == "sweep"
+    assert c["multicast_extra_cycles"]["value"] == 38
 
 
 def test_stats_percentiles():

@@ -92,7 +92,10 @@ def print_report(rep: dict) -> None:
     print(f"{'probe':28s} {'metric':18s} {'n':>5s} {'min':>8s} {'median':>8s} {'p90':>8s} {'max':>8s}")
     for key, metrics in rep["summary"].items():
         for m, s in metrics.items():
-            if s:
+            if s and "threshold" in s:
+                print(f"{key:28s} {m:18s} {s['n']:5d} threshold {s['threshold']:7.1f}  (last miss {s['lo']}, first hit {s['hi']}, "
+                      f"{s['errors']} off the step)")
+            elif s:
                 print(f"{key:28s} {m:18s} {s['n']:5d} {s['min']:8.1f} {s['median']:8.1f} {s['p90']:8.1f} {s['max']:8.1f}")
     print(json.dumps(rep["constants"], indent=1))
 

@@ -29,7 +29,7 @@ SWIZZLE_128B = 3
 
 def build_kernel(probe: C.Probe):
     """The ``@T.prim_func`` of one probe (not compiled)."""
-    return {"csync": _csync, "pingpong": _pingpong, "tma": _tma, "dsmem": _dsmem}[probe.kind](probe)
+    return {"csync": _csync, "pingpong": _pingpong, "tma": _tma, "dsmem": _dsmem, "sweep": _sweep}[probe.kind](probe)
 
 
 def _csync(p: C.Probe):
@@ -366,5 +366,124 @@ def _dsmem(p: C.Probe):
             meta[2 + crank] = T.cast(T.cuda.mov_sreg(32, "smid"), "int32")
             T.cuda.atomic_add(T.address_of(meta[0]), T.int32(1))
         T.cuda.cluster_sync()  # the owner stays until the chase is done
+
+    return kernel
+
+
+def _sweep(p: C.Probe):
+    """Probe at an offset: a barrier.cluster gives both CTAs a common time origin (its release
+    reaches every CTA of the cluster at the same time: ``self == cross`` in the csync probes);
+    the issuer acts ``A`` cycles after it, each target's prober makes one ``test_wait`` ``D``
+    cycles after it; ``D`` sweeps a range.  See :mod:`kernels.cluster_probes`."""
+    from tvm.script import tirx as T
+
+    N = p.n
+    EVENT, MODE = p.params["event"], p.params["mode"]
+    TMA = EVENT == "tma"
+    MC = TMA and MODE == "multicast"
+    REMOTE = (not TMA) and MODE == "remote"
+    ROWS = p.params.get("rows", 8)
+    BYTES = ROWS * 128
+    A, D0, STEP, NSTEPS = C.SWEEP_A, p.params["d0"], p.params["step"], p.params["nsteps"]
+    DATA_AT = -(-(8 + 3 * N * 8) // 1024) * 1024
+
+    @T.prim_func
+    def kernel(out: T.Buffer((6 * N,), "int64"), meta: T.Buffer((C.META_WORDS,), "int32"),
+               src: T.Buffer((SRC_ROWS, 64), "float16"), spin: T.int64, budget: T.int64):
+        src_map: T.let[T.handle("tensormap")] = T.tvm_stack_alloca("tensormap", 1)
+        if TMA:
+            T.call_packed("runtime.cuTensorMapEncodeTiled", src_map, "float16", 2, src.data, 64, SRC_ROWS, 128, 64, ROWS,
+                          1, 1, 0, SWIZZLE_128B, 0, 0)
+        T.device_entry()
+        _bx = T.cta_id([2])
+        tx = T.thread_id([64])
+        crank = T.cta_id_in_cluster([2])
+        pool = T.SMEMPool()
+        bar = pool.alloc((1,), "uint64", align=8)  # the barrier the event completes (each CTA)
+        s_issue = pool.alloc((N,), "int64", align=8)
+        s_probe = pool.alloc((N,), "int64", align=8)
+        s_ok = pool.alloc((N,), "int64", align=8)
+        pool.move_base_to(DATA_AT)
+        data = pool.alloc((ROWS, 64), "float16", align=1024)
+        pool.commit()
+        ok = T.local_scalar("uint32")
+        r = T.local_scalar("int64")
+        t1 = T.local_scalar("int64")
+        ph = T.local_scalar("int32")
+        flag = T.local_scalar("int32")
+        aborted = T.local_scalar("int32")
+        remote = T.local_scalar("uint32")
+        source = T.local_scalar("int32")
+        target = T.local_scalar("int32")
+        d = T.local_scalar("int64")
+        aborted = 0
+        ph = 0
+        if tx == 0:
+            T.ptx.mbarrier.init.shared.b64(T.address_of(bar[0]), T.uint32(1))
+            for i in T.serial(N):
+                s_issue[i] = T.int64(0)
+                s_probe[i] = T.int64(0)
+                s_ok[i] = T.int64(-1)
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.cuda.cluster_sync()
+        for i in T.serial(N):
+            source = (i // NSTEPS) % 2
+            d = T.int64(A + D0) + T.cast((i % NSTEPS) * STEP, "int64")
+            # is this CTA's barrier completed by this iteration's event?
+            if MC:
+                target = 1
+            elif REMOTE:
+                target = T.if_then_else(crank != source, 1, 0)
+            else:
+                target = T.if_then_else(crank == source, 1, 0)
+            if TMA and tx == 32 and target == 1 and aborted == 0:
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(T.address_of(bar[0]), T.uint32(BYTES))  # armed before the origin
+            T.cuda.cluster_sync()  # the common origin
+            r = T.cast(T.cuda.clock64(), "int64")
+            if tx == 0 and crank == source:  # the issuer
+                flag = 0
+                while flag == 0:
+                    if T.cast(T.cuda.clock64(), "int64") - r >= T.int64(A):
+                        flag = 1
+                s_issue[i] = T.cast(T.cuda.clock64(), "int64") - r
+                if aborted == 0:
+                    if TMA:
+                        if MC:
+                            T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"](
+                                T.address_of(data[0, 0]), T.address_of(src_map), 0, 0, T.address_of(bar[0]), T.uint16(3))
+                        else:
+                            T.ptx["cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"](
+                                T.address_of(data[0, 0]), T.address_of(src_map), 0, 0, T.address_of(bar[0]))
+                    elif REMOTE:
+                        T.ptx.mapa.shared__cluster.u32(remote, T.cuda.cvta_generic_to_shared(T.address_of(bar[0])), T.uint32(1 - crank))
+                        T.ptx.mbarrier.arrive.shared__cluster.b64(remote)
+                    else:
+                        T.ptx.mbarrier.arrive.shared.b64(T.address_of(bar[0]))
+            if tx == 32 and target == 1:  # the prober: one test_wait at r + d, then drain the phase
+                flag = 0
+                while flag == 0:
+                    if T.cast(T.cuda.clock64(), "int64") - r >= d:
+                        flag = 1
+                s_probe[i] = T.cast(T.cuda.clock64(), "int64") - r
+                T.ptx.mbarrier.test_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(ph))
+                s_ok[i] = T.cast(ok, "int64")
+                if aborted == 0:
+                    t1 = T.cast(T.cuda.clock64(), "int64")
+                    while ok == T.uint32(0) and aborted == 0:
+                        T.ptx.mbarrier.test_wait.parity.shared.b64(ok, T.address_of(bar[0]), T.uint32(ph))
+                        if ok == T.uint32(0):
+                            if T.cast(T.cuda.clock64(), "int64") - t1 > budget:
+                                aborted = 1
+                                T.cuda.atomic_add(T.address_of(meta[1]), T.int32(1))
+                ph = ph ^ 1
+        T.cuda.cta_sync()
+        if tx == 0:
+            for i in T.serial(N):
+                out[crank * 3 * N + i] = s_issue[i]
+                out[crank * 3 * N + N + i] = s_probe[i]
+                out[crank * 3 * N + 2 * N + i] = s_ok[i]
+            meta[2 + crank] = T.cast(T.cuda.mov_sreg(32, "smid"), "int32")
+            T.cuda.atomic_add(T.address_of(meta[0]), T.int32(1))
+        T.cuda.cluster_sync()
 
     return kernel

@@ -25,9 +25,13 @@ from kernel_sources import blocks, body, book_jobs, build_book, calls, changed, 
 from protosim.config import ConfigError, GemmConfig
 
 # 2x2 cluster tiles of 256x256 on 2 persistent clusters (4 CTAs): each cluster runs two tiles;
-# 4 k-tiles on a depth-2 ring: every ring wraps.
-BASE = {"M": 512, "N": 512, "K": 256, "PIPE_DEPTH": 2, "sm_count": 4}
+# 4 k-tiles on a depth-2 ring: every ring wraps.  The config says what the kernel is: clusters of 2 along M.
+BASE = {"M": 512, "N": 512, "K": 256, "PIPE_DEPTH": 2, "sm_count": 4, "cluster_m": 2}
+CLUSTER_KNOBS = {"skiprank": {"multicast_skip_rank": 1}, "unscaled": {"release_unscaled": True},
+                 "txlocal": {"expect_tx_local": True}, "noexitsync": {"skip_exit_sync": True}}
+"""The cluster bug knobs (protosim/config.py), one build each."""
 JOBS = book_jobs(BASE, depths=(3,), knobs=("noflip", "tx", "parity-mma", "parity-tma", "nostorewait"))
+JOBS.update({k: dict(BASE, **v) for k, v in CLUSTER_KNOBS.items()})
 RANK = "((int)tvm_builtin_cluster_ctaid_x())"
 ELECTED = r"if \(tvm_builtin_elect_one_sync_op\(\)\)"
 BOTH = "(ushort)3)"  # cta_mask = 0b11
@@ -61,8 +65,8 @@ def test_builds_for_sm100a_as_clusters_of_two_ctas(built, key):
     # the scheduler walks cluster tiles: cluster = blockIdx.x / 2, stride = clusters (4 CTAs / 2)
     assert "(((int)blockIdx.x) >> 1)" in b
     assert re.search(r"(\w+)\[0\] = \(\1\[0\] \+ 2\);", b)
-    # the cluster is synchronised after the barrier init and before the TMEM dealloc
-    assert calls(b, "tvm_builtin_cuda_cluster_sync") == 2
+    # the cluster is synchronised after the barrier init and before the TMEM dealloc (skip_exit_sync: not before it)
+    assert calls(b, "tvm_builtin_cuda_cluster_sync") == (1 if key == "noexitsync" else 2)
     assert b.index("fence_mbarrier_init") < b.index("tvm_builtin_cuda_cluster_sync") < b.index("while (1)")
 
 
@@ -157,6 +161,36 @@ def test_skip_store_wait_removes_only_the_two_wait_groups(built):
     assert len(diff) == 2 and all(d.startswith("- ") and "wait_group" in d for d in diff), diff
 
 
+def test_multicast_skip_rank_guards_only_the_two_loads_with_the_rank(built):
+    diff = [(d[:1], d[2:].strip()) for d in changed(body(source(built, "base")), body(source(built, "skiprank")))]
+    diff = [(sign, line) for sign, line in diff if line]
+    # the loads (and the k offset they share) move into `if (rank != 1)`, which nvcc sees as rank < 1
+    assert diff[0] == ("+", f"if ({RANK} < 1) {{") and diff[-1] == ("+", "}"), diff
+    moved = diff[1:-1]
+    assert sorted(line for sign, line in moved if sign == "-") == sorted(line for sign, line in moved if sign == "+")
+    assert sum("cp_async_bulk_tensor_g2s" in line for _, line in moved) == 4  # the two loads, re-indented
+
+
+def test_release_unscaled_initialises_ld2mma_for_one_cta(built):
+    diff = changed(source(built, "base"), source(built, "unscaled"))
+    assert len(diff) == 2 and all("mbarrier_init" in d and "[6]" in d for d in diff), diff
+    assert diff[0][2:].replace("(uint)256)", "(uint)128)") == diff[1][2:]
+
+
+def test_expect_tx_local_arms_cta0_with_its_own_bytes_only(built):
+    diff = changed(source(built, "base"), source(built, "txlocal"))
+    stage = GemmConfig(**BASE).stage_bytes
+    assert len(diff) == 2 and all("mbarrier_arrive_expect_tx" in d for d in diff), diff
+    assert diff[0][2:].replace(f"(uint){2 * stage})", f"(uint){stage})") == diff[1][2:]
+
+
+def test_skip_exit_sync_syncs_only_the_cta_before_the_dealloc(built):
+    diff = [(d[:1], d[2:].strip()) for d in changed(body(source(built, "base")), body(source(built, "noexitsync")))]
+    assert diff == [("-", "tvm_builtin_cuda_cluster_sync();"), ("+", "tvm_builtin_cuda_cta_sync();")], diff
+    b = body(source(built, "noexitsync"))
+    assert b.index("tvm_builtin_cuda_cta_sync()") < b.index("tcgen05_dealloc")
+
+
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize(
     "cfg, field",
@@ -169,6 +203,8 @@ def test_skip_store_wait_removes_only_the_two_wait_groups(built):
         (dict(BASE, N=384), "N"),
         (dict(BASE, sm_count=3), "sm_count"),
         (dict(BASE, PIPE_DEPTH=7), "PIPE_DEPTH"),
+        (dict(BASE, cluster_m=1), "cluster_m"),  # the kernel is a 2-CTA cluster: the config must say so
+        (dict(BASE, cluster_n=2), "cluster_n"),
     ],
 )
 def test_unbuildable_configs_raise_config_error(cfg, field):

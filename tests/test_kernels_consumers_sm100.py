@@ -27,9 +27,11 @@ from kernel_sources import blocks, body, book_jobs, build_book, calls, changed, 
 from protosim.config import ConfigError, GemmConfig
 
 # 2x2 cluster tiles of 512x256 on 3 persistent clusters of 2 CTAs (cluster 0 runs two tiles),
-# 4 k-tiles: every ring wraps.
-BASE = {"M": 1024, "N": 512, "K": 256, "PIPE_DEPTH": 2, "sm_count": 6}
+# 4 k-tiles: every ring wraps.  The config says what the kernel is: clusters of 2 along M.
+BASE = {"M": 1024, "N": 512, "K": 256, "PIPE_DEPTH": 2, "sm_count": 6, "cluster_m": 2}
 JOBS = book_jobs(BASE, depths=(3, 1))
+JOBS["cluster"] = dict(BASE, multicast_skip_rank=0, release_unscaled=True, expect_tx_local=True, skip_exit_sync=True)
+"""The four cluster bug knobs in one build (each changes its own lines: step 8's suite builds them one by one)."""
 cfg = GemmConfig(**BASE)
 MMA_N = 2 * cfg.BLK_N  # each consumer's accumulator columns per CTA
 TX_BYTES = 2 * (2 * cfg.BLK_M + cfg.BLK_N) * cfg.BLK_K * 2  # both CTAs' two A blocks + B slice
@@ -86,7 +88,8 @@ def test_builds_for_sm100a_as_clusters_of_two_ctas_with_three_warpgroups(built, 
     assert "blockIdx.y" not in b and f"int cbx = {RANK};" in b
     assert re.search(rf"(\w+)\[0\] = \(\1\[0\] \+ {BASE['sm_count'] // 2}\);", b)  # persistent: stride = clusters
     # the cluster syncs after the barrier init (CTA 1 reaches CTA 0's barriers) and before the dealloc
-    assert calls(b, "tvm_builtin_cuda_cluster_sync") == 2
+    # (skip_exit_sync: a cta_sync before the dealloc)
+    assert calls(b, "tvm_builtin_cuda_cluster_sync") == (1 if key == "cluster" else 2)
     assert b.index("fence_mbarrier_init") < b.index("tvm_builtin_cuda_cluster_sync") < b.index("while (1)")
     assert calls(b, "tcgen05_dealloc_dealloc_cta_group__2") == calls(b, "tcgen05_alloc_alloc_cta_group__2") == 1
 
@@ -220,6 +223,30 @@ def test_reset_phase_per_tile_only_adds_reinits_inside_the_tile_loops(built):
         assert f"{ps}_stage_ptr[0] = 0;" in r[role][r[role].index("while (1)") :], ps
 
 
+def test_cluster_knobs_change_only_their_lines(built):
+    """multicast_skip_rank = 0 guards the loads with the rank, release_unscaled inits both ld2mma
+    slots for one CTA (128), expect_tx_local arms CTA 0 with one CTA's bytes, skip_exit_sync
+    syncs only the CTA before the dealloc -- and nothing else changes."""
+    base, knobs = body(source(built, "base")), body(source(built, "cluster"))
+    diff = [(d[:1], d[2:].strip()) for d in changed(base, knobs)]
+    diff = [(sign, line) for sign, line in diff if line]
+    s = slots(base, 2)
+    inits_changed = [(sign, line) for sign, line in diff if "mbarrier_init" in line]
+    assert sorted(line for sign, line in inits_changed if sign == "+") == sorted(
+        line.replace("(uint)256)", "(uint)128)") for sign, line in inits_changed if sign == "-")
+    assert {re.search(r"pool_buf_ptr\)\[(\d+)\]", line).group(1) for _, line in inits_changed} == {str(s["ld2mma"]), str(s["ld2mma"] + 1)}
+    tx = [(sign, line) for sign, line in diff if "expect_tx" in line]
+    assert [line.replace(f"(uint){TX_BYTES})", f"(uint){TX_BYTES // 2})") for sign, line in tx if sign == "-"] == [
+        line for sign, line in tx if sign == "+"] and len(tx) == 2
+    syncs = [(sign, line) for sign, line in diff if "_sync()" in line]
+    assert syncs == [("-", "tvm_builtin_cuda_cluster_sync();"), ("+", "tvm_builtin_cuda_cta_sync();")]
+    guard = [(sign, line) for sign, line in diff if sign == "+" and line in (f"if (0 < {RANK}) {{", "}")]
+    assert len(guard) == 2, diff
+    rest = [d for d in diff if d not in inits_changed + tx + guard + syncs]
+    assert sorted(line for sign, line in rest if sign == "-") == sorted(line for sign, line in rest if sign == "+")
+    assert sum("cp_async_bulk_tensor_g2s" in line for _, line in rest) == 6  # the three loads, re-indented under the guard
+
+
 # --------------------------------------------------------------------------- #
 @pytest.mark.parametrize(
     "cfg, field",
@@ -232,6 +259,8 @@ def test_reset_phase_per_tile_only_adds_reinits_inside_the_tile_loops(built):
         (dict(BASE, N=96, BLK_N=48), "BLK_N"),  # 2 * BLK_N not a multiple of EPI_N = 64
         (dict(BASE, sm_count=5), "sm_count"),  # clusters of 2
         (dict(BASE, PIPE_DEPTH=5), "PIPE_DEPTH"),  # 5 x 48 KB stages: over 227 KB
+        (dict(BASE, cluster_m=1), "cluster_m"),  # the kernel is a 2-CTA cluster: the config must say so
+        (dict(BASE, cluster_n=2), "cluster_n"),
     ],
 )
 def test_unbuildable_configs_raise_config_error(cfg, field):

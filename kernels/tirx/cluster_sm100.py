@@ -71,9 +71,28 @@ Bug knobs honoured (each changes only the code it names):
 * ``skip_store_wait``: no ``cp.async.bulk.wait_group 0`` after each chunk's TMA
   store, so the next chunk overwrites Dsmem while the store reads it.
 
+Cluster bug knobs (protosim/config.py; the simulator's ``hgemm_v8`` builds the same,
+``protosim/builders/book_gemm.py``):
+
+* ``multicast_skip_rank``: the CTA of that rank never issues its TMA loads (its A and
+  B slices), so CTA 0's ``tma2mma`` waits for bytes that never come.
+* ``release_unscaled``: ``ld2mma`` is initialised with one CTA's 128 writeback threads
+  instead of both CTAs' 256, so the first CTA to read out its TMEM frees the
+  accumulator for the next tile while the other may still be reading.
+* ``expect_tx_local``: CTA 0 arms ``tma2mma`` with its own stage bytes only, not both
+  CTAs'.
+* ``skip_exit_sync``: ``T.cuda.cta_sync()`` (step 7's) instead of ``cluster_sync()``
+  before the TMEM dealloc and exit, so a CTA may leave while its peer still arrives on
+  its barriers.
+
+The cluster shape: clusters of two CTAs along M by construction, so the config must say
+``cluster_m = 2``, ``cluster_n = 1`` (the launch it describes; ``multicast_skip_rank``
+ranges over ranks 0 and 1); other values are refused.
+
 Refused with :class:`~protosim.config.ConfigError`: ``reset_phase_per_tile``,
 ``tma_issuer="each_warp"`` and the delay knobs (not built here); BLK_N > 128;
-M / N not multiples of the cluster tile; an odd ``sm_count``.
+M / N not multiples of the cluster tile; an odd ``sm_count``; a cluster shape other
+than 2 x 1.
 """
 
 from __future__ import annotations
@@ -95,13 +114,26 @@ CTA_GROUP = 2
 BOTH_CTAS = 0b11
 """``cta_mask`` of the multicast commits: CTA 0 and CTA 1."""
 
-HONOURED_KNOBS = ("expect_tx_delta", "skip_mma_phase_flip", "wait_parity_flip", "skip_store_wait")
+CLUSTER_KNOBS = ("multicast_skip_rank", "release_unscaled", "expect_tx_local", "skip_exit_sync")
+"""The cluster bug knobs (protosim/config.py), built here and in step 9."""
+
+HONOURED_KNOBS = ("expect_tx_delta", "skip_mma_phase_flip", "wait_parity_flip", "skip_store_wait", *CLUSTER_KNOBS)
 """The simulator's bug knobs step 8 builds; the others are refused, not ignored."""
+
+
+def check_cluster_shape(cfg: GemmConfig, step: str) -> None:
+    """The config's cluster is the kernel's: two CTAs along M (``cta_group::2``)."""
+    if cfg.cluster_m != CTA_GROUP:
+        raise ConfigError("cluster_m", f"{cfg.cluster_m}: {step} runs clusters of {CTA_GROUP} CTAs along M (tcgen05 "
+                                       f"cta_group::2); set cluster_m = {CTA_GROUP}")
+    if cfg.cluster_n != 1:
+        raise ConfigError("cluster_n", f"{cfg.cluster_n}: {step}'s cluster is {CTA_GROUP} CTAs along M only; set cluster_n = 1")
 
 
 def _check_cluster(cfg: GemmConfig) -> int:
     """Step 7's checks with step 8's knobs, then the cluster's shape; the SM count."""
     _check_ws(cfg, "step 8", HONOURED_KNOBS, "kernels/tirx/cluster_sm100.py")
+    check_cluster_shape(cfg, "step 8")
     if cfg.BLK_N > 128:
         raise ConfigError("BLK_N", f"{cfg.BLK_N}: the 2-CTA MMA's N is 2*BLK_N and tcgen05 allows at most 256; set BLK_N <= 128")
     for dim, blk in (("M", cfg.BLK_M), ("N", cfg.BLK_N)):
@@ -123,12 +155,15 @@ def cluster_step8(cfg: GemmConfig):
     PIPE_DEPTH = cfg.PIPE_DEPTH
     L2_GROUP = cfg.l2_group_size
     WG_NUMBER = 2
-    TX_BYTES = CTA_GROUP * cfg.stage_bytes + cfg.expect_tx_delta  # both CTAs' A and B slices
+    TX_BYTES = (1 if cfg.expect_tx_local else CTA_GROUP) * cfg.stage_bytes + cfg.expect_tx_delta  # both CTAs' A and B slices
     # bug knobs, as compile-time constants
     FLIP_EMPTY = not cfg.skip_mma_phase_flip
     WRONG_EMPTY = 1 if cfg.wait_parity_flip == "mma" else 0
     WRONG_FULL = 1 if cfg.wait_parity_flip == "tma" else 0
     STORE_WAIT = not cfg.skip_store_wait
+    SKIPS, SKIP_RANK = cfg.multicast_skip_rank >= 0, cfg.multicast_skip_rank  # that rank issues no TMA loads
+    LD2MMA_ARRIVALS = 128 * (1 if cfg.release_unscaled else CTA_GROUP)
+    EXIT_SYNC = not cfg.skip_exit_sync
     A_layout, B_layout = _ab_layouts(cfg, PIPE_DEPTH)
     D_layout = _d_layout(cfg)
 
@@ -162,7 +197,7 @@ def cluster_step8(cfg: GemmConfig):
         tma2mma.init(1)
         mma2tma.init(1)
         mma2ld.init(1)
-        ld2mma.init(128 * CTA_GROUP)  # both CTAs' writeback threads
+        ld2mma.init(LD2MMA_ARRIVALS)  # both CTAs' writeback threads (128 * CTA_GROUP)
 
         # --- TMEM alloc (both CTAs of the pair) + fences ---
         if wg_id == 0:
@@ -217,7 +252,11 @@ def cluster_step8(cfg: GemmConfig):
                     while tile_scheduler.valid():
                         for k in range(K_TILES):
                             mma2tma.wait(tma_ps.stage, tma_ps.phase ^ WRONG_EMPTY)
-                            tma_load(k * BLK_K)
+                            if SKIPS:
+                                if cbx != SKIP_RANK:
+                                    tma_load(k * BLK_K)
+                            else:
+                                tma_load(k * BLK_K)
                             if cbx == 0:
                                 tma2mma_cta0.arrive(tma_ps.stage, TX_BYTES)
                             if FLIP_EMPTY:
@@ -297,7 +336,10 @@ def cluster_step8(cfg: GemmConfig):
                 tile_scheduler.next_tile()
 
         # --- Cleanup: both CTAs done with TMEM, then each allocating warp frees it ---
-        T.cuda.cluster_sync()
+        if EXIT_SYNC:
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
         if wg_id == 0:
             if warp_id == 0:
                 T.ptx.tcgen05.relinquish_alloc_permit.cta_group__2.sync.aligned()

@@ -58,8 +58,15 @@ Bug knobs honoured (step 7's set, same meaning; each changes only the code it na
 ``skip_mma_phase_flip`` (the producers' empty-ring state never flips), ``expect_tx_delta``
 (CTA 0's ``arrive.expect_tx``), ``wait_parity_flip`` (``"mma"``: the producers'
 ``mma2tma`` waits, ``"tma"``: the one ``tma2mma`` wait both consumers run),
-``skip_store_wait``, ``reset_phase_per_tile``.  Refused with
-:class:`~protosim.config.ConfigError`: ``tma_issuer="each_warp"`` and the delay knobs.
+``skip_store_wait``, ``reset_phase_per_tile``; and the cluster knobs, as in step 8
+(the simulator's ``hgemm_v9``, ``protosim/builders/book_gemm.py``, builds the same):
+``multicast_skip_rank`` (that rank issues none of its TMA loads), ``release_unscaled``
+(each ``ld2mma[c]`` counts one CTA's 128 writeback threads instead of both CTAs' 256),
+``expect_tx_local`` (CTA 0 arms ``tma2mma`` with its own stage bytes only),
+``skip_exit_sync`` (``cta_sync`` instead of ``cluster_sync`` before the TMEM dealloc and
+exit).  The config's cluster must be the kernel's: ``cluster_m = 2``, ``cluster_n = 1``.
+Refused with :class:`~protosim.config.ConfigError`: ``tma_issuer="each_warp"``, the delay
+knobs, any other cluster shape.
 """
 
 from __future__ import annotations
@@ -88,7 +95,8 @@ from kernels.tirx.seed_sm100 import (
     b_type,
     d_type,
 )
-from kernels.tirx.ws_sm100 import CONSUMER_START, HONOURED_KNOBS, PRODUCER_START, WB_BAR, advance_frozen_phase, slot
+from kernels.tirx.ws_sm100 import HONOURED_KNOBS as STEP7_KNOBS
+from kernels.tirx.ws_sm100 import CONSUMER_START, PRODUCER_START, WB_BAR, advance_frozen_phase, slot
 
 NUM_CONSUMER = 2
 """MMA consumers (and writeback warpgroups) per CTA pair."""
@@ -101,6 +109,9 @@ BOTH_CTAS = 0b11
 
 EPI_N = 64
 """Columns per writeback chunk (the book's ``EPI_N``)."""
+
+HONOURED_KNOBS = (*STEP7_KNOBS, "multicast_skip_rank", "release_unscaled", "expect_tx_local", "skip_exit_sync")
+"""The simulator's bug knobs step 9 builds: step 7's and the cluster knobs; the others are refused."""
 
 
 def stage_bytes(cfg: GemmConfig) -> int:
@@ -125,6 +136,11 @@ def _check_v9(cfg: GemmConfig) -> tuple[int, int]:
     for dim, rows in (("M", NUM_CONSUMER * CTA_GROUP * cfg.BLK_M), ("N", CTA_GROUP * cfg.BLK_N)):
         if getattr(cfg, dim) % rows:
             raise ConfigError(dim, f"{dim}={getattr(cfg, dim)} is not a multiple of step 9's cluster tile's {rows}")
+    if cfg.cluster_m != CTA_GROUP:
+        raise ConfigError("cluster_m", f"{cfg.cluster_m}: step 9 runs clusters of {CTA_GROUP} CTAs along M (tcgen05 "
+                                       f"cta_group::2); set cluster_m = {CTA_GROUP}")
+    if cfg.cluster_n != 1:
+        raise ConfigError("cluster_n", f"{cfg.cluster_n}: step 9's cluster is {CTA_GROUP} CTAs along M only; set cluster_n = 1")
     sm_count = cfg.sm_count if cfg.sm_count is not None else B200_SM_COUNT
     if sm_count % CTA_GROUP:
         raise ConfigError("sm_count", f"{sm_count}: clusters of {CTA_GROUP} CTAs need an even CTA count")
@@ -147,13 +163,16 @@ def consumers_step9(cfg: GemmConfig):
     PIPE_DEPTH = cfg.PIPE_DEPTH
     L2_GROUP = cfg.l2_group_size
     WG_NUMBER = NUM_CONSUMER + 1
-    TX_BYTES = CTA_GROUP * stage_bytes(cfg) + cfg.expect_tx_delta  # both CTAs' A blocks and B slices
+    TX_BYTES = (1 if cfg.expect_tx_local else CTA_GROUP) * stage_bytes(cfg) + cfg.expect_tx_delta  # both CTAs' A blocks and B slices
     # bug knobs, as compile-time constants
     FLIP_EMPTY = not cfg.skip_mma_phase_flip  # the producers' (empty-ring) phase flips
     WRONG_EMPTY = 1 if cfg.wait_parity_flip == "mma" else 0  # producers' mma2tma waits
     WRONG_FULL = 1 if cfg.wait_parity_flip == "tma" else 0  # consumers' tma2mma waits
     STORE_WAIT = not cfg.skip_store_wait
     RESET = cfg.reset_phase_per_tile
+    SKIPS, SKIP_RANK = cfg.multicast_skip_rank >= 0, cfg.multicast_skip_rank  # that rank issues no TMA loads
+    LD2MMA_ARRIVALS = 128 * (1 if cfg.release_unscaled else CTA_GROUP)
+    EXIT_SYNC = not cfg.skip_exit_sync
     mode = _swizzle(BLK_K, "BLK_K")
     A_layout = mma_shared_layout(a_type, mode, (PIPE_DEPTH, NUM_CONSUMER, BLK_M, BLK_K))
     B_layout = mma_shared_layout(b_type, mode, (PIPE_DEPTH, BLK_N, BLK_K))
@@ -189,7 +208,7 @@ def consumers_step9(cfg: GemmConfig):
         tma2mma.init(1)
         mma2tma.init(NUM_CONSUMER)  # each stage: one commit per consumer
         mma2ld.init(1)  # each slot: its consumer's commit
-        ld2mma.init(128 * CTA_GROUP)  # each slot: writeback warpgroup c of both CTAs
+        ld2mma.init(LD2MMA_ARRIVALS)  # each slot: writeback warpgroup c of both CTAs (128 * CTA_GROUP)
 
         # --- TMEM alloc (both CTAs of the pair) + fences ---
         if wg_id == 0:
@@ -249,7 +268,11 @@ def consumers_step9(cfg: GemmConfig):
                             tma_ps.init(PRODUCER_START)
                         for k in range(K_TILES):
                             mma2tma.wait(tma_ps.stage, tma_ps.phase ^ WRONG_EMPTY)
-                            tma_load(k * BLK_K)
+                            if SKIPS:
+                                if cbx != SKIP_RANK:
+                                    tma_load(k * BLK_K)
+                            else:
+                                tma_load(k * BLK_K)
                             if cbx == 0:
                                 tma2mma_cta0.arrive(tma_ps.stage, TX_BYTES)
                             if FLIP_EMPTY:
@@ -336,7 +359,10 @@ def consumers_step9(cfg: GemmConfig):
                 tile_scheduler.next_tile()
 
         # --- Cleanup: both CTAs done with TMEM, then each allocating warp frees it ---
-        T.cuda.cluster_sync()
+        if EXIT_SYNC:
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
         if wg_id == 0:
             if warp_id == 0:
                 T.ptx.tcgen05.relinquish_alloc_permit.cta_group__2.sync.aligned()

@@ -92,10 +92,14 @@ def test_advance_laws(stages, steps, split, producer):
 # --------------------------------------------------------------------------- the README example
 
 
-def _readme_example() -> tuple[list[tuple[str, str]], str]:
-    """The fenced blocks (language, text) of README's section, and the section."""
+def _readme_example(subsection: str | None = None) -> tuple[list[tuple[str, str]], str]:
+    """The fenced blocks (language, text) of README's section, and the section: its text before
+    the first ``###`` subsection, or the subsection whose title starts with ``subsection``
+    (tests/test_pipeline_api_cluster.py reads "A cluster")."""
     text = (ROOT / "README.md").read_text()
     section = text.split("## Writing your own protocol in Python", 1)[1].split("\n## ", 1)[0]
+    head, *subs = section.split("\n### ")
+    section = head if subsection is None else next(s for s in subs if s.startswith(subsection))
     blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
     return blocks, section
 

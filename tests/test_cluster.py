@@ -23,6 +23,7 @@ from protosim.ir import (
     BufferDecl,
     ClusterArrive,
     ClusterWait,
+    CtaSync,
     CtaProgram,
     LocalLoad,
     MbarInit,
@@ -57,12 +58,13 @@ def kinds(result) -> set[str]:
 
 
 def ring(k_tiles: int = 3, skip_rank: int | None = None, release: int = 2, exit_sync: bool = True,
-         expect: int = 4000) -> Schedule:
+         expect: int = 4000, init_sync: bool = True) -> Schedule:
     """Two CTAs, each loading its own A (2000 B) and half of a shared B (1000 B) multicast to
     both, on a one-stage ring: the Hopper cluster kernels' protocol in miniature."""
     def prog(rank: int) -> CtaProgram:
-        prod: list = [MbarInit(barrier="full", issuer="one"), MbarInit(barrier="empty", issuer="one"), *SYNC]
-        cons: list = list(SYNC)
+        start = list(SYNC) if init_sync else [CtaSync()]  # without: only the CTA's own warps are ordered
+        prod: list = [MbarInit(barrier="full", issuer="one"), MbarInit(barrier="empty", issuer="one"), *start]
+        cons: list = list(start)
         for k in range(k_tiles):
             prod += [Wait(barrier="empty", parity=(k + 1) % 2, use=k - 1, issuer="one"),
                      ArriveExpectTx(barrier="full", use=k, bytes=expect, issuer="one"),
@@ -342,3 +344,10 @@ def test_a_release_at_barrier_cluster_covers_remote_arrives_still_in_flight():
     let the peer exit first (before the fix, stalled replays reported peer_exited)."""
     from protosim.verdict import explore
     assert explore(ring(), runs=40).clean
+
+
+def test_a_peer_op_not_ordered_after_the_barrier_init_is_found_whatever_the_timing():
+    found = run_checkers(replay(ring(init_sync=False)))
+    uninit = [f for f in found if f.kind == "peer_uninitialized"]
+    assert any(f.message.startswith("CTA 1 ") and "CTA 0's" in f.message for f in uninit)
+    assert not [f for f in run_checkers(replay(ring())) if f.kind == "peer_uninitialized"]

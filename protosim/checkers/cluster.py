@@ -12,6 +12,11 @@
 ``tmem_freed_early``
     The same for ``tcgen05.dealloc``: a CTA freed TMEM columns while a peer's 2-CTA MMA
     (or copy) into them was not known to it to have completed.
+``peer_uninitialized``
+    A peer's arrive, expect_tx or multicast complete_tx on CTA *b*'s barrier not ordered after
+    *b*'s ``mbarrier.init`` of it: nothing (``fence.mbarrier_init.release.cluster`` and a cluster
+    barrier) made the init visible to the issuer first, so the op may hit an uninitialised
+    barrier -- undefined (PTX mbarrier: an op on an uninitialised object), whatever the timing.
 ``arrival_mismatch``
     On a barrier that receives arrivals from more than one CTA, an arrival landed during
     a different phase than the one it was for (``use``): the barrier's count does not cover
@@ -28,8 +33,8 @@ from collections import defaultdict
 from protosim.checkers.base import Finding, cyc
 from protosim.checkers.races import Knowledge
 
-PEER_EXITED, TMEM_FREED, ARRIVAL = "peer_exited", "tmem_freed_early", "arrival_mismatch"
-KINDS = (PEER_EXITED, TMEM_FREED, ARRIVAL)
+PEER_EXITED, TMEM_FREED, UNINIT, ARRIVAL = "peer_exited", "tmem_freed_early", "peer_uninitialized", "arrival_mismatch"
+KINDS = (PEER_EXITED, TMEM_FREED, UNINIT, ARRIVAL)
 
 
 def check(result) -> list[Finding]:
@@ -70,11 +75,25 @@ def check(result) -> list[Finding]:
                         f"barrier after its last MMA is known complete) before the dealloc",
                         {"freed": owner, "cycle": fr.t, "peer": e.cta, "who": e.who, "op": e.op,
                          "buffer": d["buffer"], "stage": d["stage"], "issued": e.t}))
+    inits: dict[tuple[int, str], list] = defaultdict(list)
+    for e in log.of_kind("init"):
+        inits[(e.cta, e.data["barrier"])].append(e)
     for kind in ("arrive", "expect_tx", "complete_tx"):
         for e in log.of_kind(kind):
             src = e.data.get("from_cta")
             if src is None or src == e.cta:
                 continue
+            clock = e.data.get("clock")
+            init = inits.get((e.cta, e.data["barrier"]))
+            if clock is not None and init and not any(clock[i.data["warp"]] >= i.data["at"] for i in init):
+                _once(findings, seen, (UNINIT, src, e.who, e.op, e.cta), Finding(
+                    UNINIT, e.cta, e.who, e.op, e.t,
+                    f"CTA {src} {e.who} op #{e.op}: {kind} on CTA {e.cta}'s {e.data['barrier']} (phase "
+                    f"{e.data['use']}) is not ordered after CTA {e.cta}'s mbarrier.init of it ({init[0].who}, "
+                    f"cycle {cyc(init[0].t)}): the barrier may not be initialised yet when it lands; after the "
+                    f"inits, fence.mbarrier_init.release.cluster and a cluster barrier in every CTA",
+                    {"owner": e.cta, "peer": src, "who": e.who, "op": e.op, "barrier": e.data["barrier"],
+                     "use": e.data["use"], "what": kind}))
             ex = exits.get(e.cta)
             clock = e.data.get("clock")
             late = ex is not None and (e.t > ex.t or (clock is not None and not _ordered(clock, ex.data["clock"])))

@@ -84,6 +84,9 @@ class MBarrierUnit(Unit):
     def init(self, w: WarpState, i: int, op: MbarInit) -> None:
         cell = resolve.barrier(w.cta, op.barrier)
         self.apply(w.cta, w.who, i, cell, mb.init(cell.state, cell.count), "init")
+        if len(w.cta.peers) > 1:  # peers may use it: the cluster checker orders their ops after this
+            m = self.m
+            m.log.emit(m.env.now, "init", w.cta.index, w.who, i, barrier=op.barrier, warp=w.g, at=w.tick()[w.g])
 
     def _arrive_n(self, w: WarpState, i: int, op: Op, cta: CtaState, cell: BarrierCell, threads: int, fn,
                   clock: tuple[int, ...], writes: tuple[int, ...]) -> None:

@@ -5,8 +5,9 @@ by the code (``full_bar[0]``, ``Asmem``, ``A[0,3]``).  Two schedules are the sam
 when one consistent renaming of barriers, buffers and contents maps one onto the other and
 every op then agrees field by field -- labels, ``tile`` and ``k`` aside (informative tags a
 frontend cannot read from code).  Used by the tests that pin the builders to the kernels
-(``tests/test_tirx_frontend.py``) and by ``protosim tirx-diff``.  In a cluster, a rank
-equal to the executing CTA's own is its own storage (:func:`local`).
+(``tests/test_tirx_frontend.py``) and by ``protosim tirx-diff``.  An access's cluster rank
+(``Access.cta``) and TMEM column range count; a rank equal to the executing CTA's own is its
+own storage, a column range that is the whole stage is the stage (:func:`local`).
 """
 
 from __future__ import annotations
@@ -22,21 +23,35 @@ RANK_FIELDS = ("cta", "barrier_cta")
 """Fields naming the cluster rank of a barrier's CTA; ``None`` is the executing CTA's own."""
 
 
-def local(op: Op, rank: int) -> Op:
-    """``op`` with every rank equal to the executing CTA's own (``rank``) written ``None``: a
-    plain local ``mbarrier.arrive`` and an arrive on ``mapa(addr, own rank)`` -- or a builder
-    that names the own rank among a release's peers -- reach the same barrier, and the engine
-    resolves both to the CTA itself (``engine.resolve.peer``), as it does accesses."""
+def local(op: Op, rank: int | None, columns: dict[str, int] | None = None) -> Op:
+    """``op`` in one spelling: every rank equal to the executing CTA's own (``rank``) written
+    ``None`` -- a plain local ``mbarrier.arrive`` and an arrive on ``mapa(addr, own rank)``, or a
+    builder that names the own rank among a release's peers, reach the same barrier, and the
+    engine resolves both to the CTA itself (``engine.resolve.peer``), as it does accesses --
+    and a TMEM access's column range that is its whole stage (``columns[buffer]`` columns)
+    written ``None`` ("all of it")."""
+    columns = columns or {}
+
+    def acc(x: Access) -> Access:
+        if rank is not None and x.cta == rank:
+            x = dataclasses.replace(x, cta=None)
+        if x.columns is not None and x.columns == (0, columns.get(x.buffer, -1)):
+            x = dataclasses.replace(x, columns=None)
+        return x
+
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(op):
         v = getattr(op, f.name)
-        if f.name in RANK_FIELDS and v == rank:
+        if f.name in RANK_FIELDS and rank is not None and v == rank:
             changes[f.name] = None
-        elif isinstance(v, Access) and v.cta == rank:
-            changes[f.name] = dataclasses.replace(v, cta=None)
-        elif isinstance(v, tuple) and any(isinstance(x, Access) and x.cta == rank for x in v):
-            changes[f.name] = tuple(dataclasses.replace(x, cta=None) if isinstance(x, Access) and x.cta == rank
-                                    else x for x in v)
+        elif isinstance(v, Access):
+            w = acc(v)
+            if w is not v:
+                changes[f.name] = w
+        elif isinstance(v, tuple) and any(isinstance(x, Access) for x in v):
+            w = tuple(acc(x) if isinstance(x, Access) else x for x in v)
+            if any(x is not y for x, y in zip(v, w)):
+                changes[f.name] = w
     return dataclasses.replace(op, **changes) if changes else op
 
 
@@ -63,6 +78,7 @@ class Renaming:
 def _same_value(a: Any, b: Any, names: Renaming, field: str) -> bool:
     if isinstance(a, Access) and isinstance(b, Access):
         return (names.buffers.same(a.buffer, b.buffer) and a.stage == b.stage and a.part == b.part
+                and a.cta == b.cta and a.columns == b.columns
                 and (a.content == b.content == "" or (bool(a.content) and bool(b.content)
                                                      and names.contents.same(a.content, b.content))))
     if isinstance(a, tuple) and isinstance(b, tuple):
@@ -106,13 +122,14 @@ def schedule_diff(a: Schedule, b: Schedule, limit: int = 5) -> list[str]:
         return [f"cluster: {a.cluster} vs {b.cluster} CTAs"]
     names = Renaming()
     clustered = a.cluster > 1
+    cols_a = {d.name: d.columns for d in a.buffers if d.space == "tmem"}
+    cols_b = {d.name: d.columns for d in b.buffers if d.space == "tmem"}
     for ca, cb in zip(a.ctas, b.ctas):
         names.contents = _Names("content")  # data lives in a CTA's own buffers: one renaming per CTA
-        rank = ca.index % a.cluster
+        rank = ca.index % a.cluster if clustered else None
         for role, oa, ob in zip(a.roles, ca.roles, cb.roles):
             for i, (x, y) in enumerate(zip(oa, ob)):
-                if clustered:
-                    x, y = local(x, rank), local(y, rank)
+                x, y = local(x, rank, cols_a), local(y, rank, cols_b)
                 why = op_diff(x, y, names)
                 if why:
                     out.append(f"CTA {ca.index} role {role.name} op #{i}: {why}")

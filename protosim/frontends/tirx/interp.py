@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from protosim.frontends.tirx.errors import TirxError
+from protosim.frontends.tirx.errors import Divergent, TirxError
 
 WARP = 32
 
@@ -157,12 +157,14 @@ def uniform(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> Any
     """A value every active thread (``mask``) agrees on, or a :class:`TirxError` (a
     lane-divergent trip count, barrier index, ...)."""
     if isinstance(v, np.ndarray):
-        if mask is not None and v.shape == mask.shape:
+        full = v if mask is not None and v.shape == mask.shape else None
+        if full is not None:
             v = v[mask]
         if v.size and (v == v.flat[0]).all():
             return v.flat[0].item()
-        raise TirxError(f"{where(node)}: {what} differs between threads ({v.tolist()[:6]}...); protosim "
-                        "needs it the same in every thread of the CTA -- move the thread-dependent part into an if")
+        raise Divergent(f"{where(node)}: {what} differs between threads ({v.tolist()[:6]}...); protosim "
+                        "needs it the same in every thread of the CTA -- move the thread-dependent part into an if",
+                        full, mask)
     if isinstance(v, Opaque):
         raise TirxError(f"{where(node)}: {what} depends on {v.what}, which protosim does not compute; "
                         "make it depend on launch values and loop counters only")
@@ -173,7 +175,7 @@ class Cta:
     """The state of one CTA's run: variable slots, the active mask, local buffers."""
 
     __slots__ = ("index", "slots", "mask", "full", "threads", "tid", "sink", "local", "ids", "block", "rank",
-                 "cluster_id", "cluster_ctaid")
+                 "cluster_id", "cluster_ctaid", "masks")
 
     def __init__(self, index: int, n_slots: int, threads: int, sink: Any):
         self.index = index
@@ -188,6 +190,8 @@ class Cta:
         """``%clusterid``, one entry per grid dimension."""
         self.cluster_ctaid: tuple[int, ...] = ()
         """``%cluster_ctaid``, one entry per grid dimension."""
+        self.masks: dict[bytes, np.ndarray] = {}
+        """The program's interned masks (``Program.masks``)."""
         self.slots: list[Any] = [None] * n_slots
         self.threads = threads
         self.tid = np.arange(threads, dtype=np.int64)
@@ -440,6 +444,7 @@ class Program:
 
     def run_cta(self, index: int, sink: Any) -> None:
         c = Cta(index, len(self._slot), self.threads, sink)
+        c.masks = self.masks
         self.place(c)
         c.mask = self.masks.setdefault(c.mask.tobytes(), c.mask)
         for s, v in self._param_values:
@@ -925,10 +930,14 @@ class Program:
                 dynamic.append((i, args[i]))
 
         def call(c: Cta) -> None:
-            vals = template.copy()
-            for i, f in dynamic:
-                vals[i] = f(c)
-            out = c.sink.call(op, vals, v, c, raw)
+            try:
+                vals = template.copy()
+                for i, f in dynamic:
+                    vals[i] = f(c)
+                out = c.sink.call(op, vals, v, c, raw)
+            except Divergent as d:
+                _split(c, d, call)
+                return
             if out is not None and out.__class__.__name__ == "Result":
                 if buf_key is None:
                     raise TirxError(f"{where(v)}: {op} writes a result, but its first argument is no local variable")
@@ -965,7 +974,10 @@ class Program:
         op, dispatch, scope = st.op.name, st.dispatch, str(st.scope.name)
 
         def tile(c: Cta) -> None:
-            c.sink.tile(op, [a(c) for a in args], {k: v(c) for k, v in config.items()}, dispatch, scope, st, c)
+            try:
+                c.sink.tile(op, [a(c) for a in args], {k: v(c) for k, v in config.items()}, dispatch, scope, st, c)
+            except Divergent as d:
+                _split(c, d, tile)
         return tile
 
     def _region(self, r: Any) -> Expr:
@@ -1015,6 +1027,46 @@ class Program:
                 if ch is not None:
                     stack.append(ch)
         return out
+
+
+def _split(c: Cta, d: Divergent, run: Callable[[Cta], None]) -> None:
+    """Run the op ``run`` once per group of the executing threads that agree on the value
+    ``d`` found divergent -- when every group is whole warps' worth of their active threads
+    (two MMA warps of one program, each waiting on its own barrier; two writeback
+    warpgroups, each on its own named barrier).  The groups go to the sink
+    (``split``), which keeps them from being one role.  Otherwise ``d`` is the error."""
+    groups = _warp_groups(d.values, d.mask) if d.values is not None and d.mask is c.mask else None
+    if groups is None:
+        raise d
+    groups = [c.masks.setdefault(g.tobytes(), g) for g in groups]
+    c.sink.split(groups)
+    saved, full = c.mask, c.full
+    try:
+        for g in groups:
+            c.mask, c.full = g, False
+            run(c)
+    finally:
+        c.mask, c.full = saved, full
+
+
+def _warp_groups(values: np.ndarray, mask: np.ndarray) -> list[np.ndarray] | None:
+    """The executing threads grouped by value, in order of their first thread; None unless
+    there are several groups and no warp has threads in two of them."""
+    active = np.flatnonzero(mask)
+    vals = values[active]
+    keys = list(dict.fromkeys(vals.tolist()))
+    if len(keys) < 2:
+        return None
+    warp_of: dict[int, Any] = {}
+    for t, v in zip(active.tolist(), vals.tolist()):
+        if warp_of.setdefault(t // WARP, v) != v:
+            return None
+    groups = []
+    for k in keys:
+        g = np.zeros_like(mask)
+        g[active[vals == k]] = True
+        groups.append(g)
+    return groups
 
 
 def _unflat(buf: BufferInfo, flat: int) -> tuple[int, ...]:

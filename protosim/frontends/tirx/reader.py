@@ -70,9 +70,9 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
         if missing:
             raise TirxError(f"CTA(s) {missing[:8]} of the clusters asked for are missing; a cluster of {cluster} CTAs "
                             "runs together -- pass every CTA of each cluster (CTAs c*cluster .. c*cluster + cluster-1)")
-    raws, aliases = _interpret(program, maps, indices, Budget(max_ops), cluster)
-    roles = find_roles(raws, program.threads)
-    storage = Storage(raws, roles, aliases)
+    raws, aliases, splits = _interpret(program, maps, indices, Budget(max_ops), cluster)
+    roles = find_roles(raws, program.threads, splits)
+    storage = Storage(raws, roles, aliases, cluster)
     programs = _finish(indices, raws, roles, storage, profile.clock_ghz, cluster)
     barriers, buffers = storage.decls()
     schedule = Schedule(
@@ -94,20 +94,23 @@ def extract(func: Any, arch: str | None = None, *, args: Mapping[str, int] | Non
 
 
 def _interpret(program: Any, maps: dict, indices: list[int], budget: Budget,
-               cluster: int = 1) -> tuple[list[list[Raw]], dict[str, str]]:
-    """Run each CTA of ``indices``: its raw ops, and the barrier names call sites gave.
+               cluster: int = 1) -> tuple[list[list[Raw]], dict[str, str], list]:
+    """Run each CTA of ``indices``: its raw ops, the barrier names call sites gave, and the
+    thread groups op sites were split into (``Recognizer.splits``).
     After the first CTA, a grid whose CTAs would together pass the op budget is refused."""
     raws = []
+    splits: list = []
     aliases: dict[str, str] = {}
     for n, i in enumerate(indices):
         rec = Recognizer(maps, aliases, budget, cluster)
         program.run_cta(i, rec)
         raws.append(rec.ops)
+        splits += rec.splits
         if n == 0 and len(rec.ops) * len(indices) > budget.max_ops:
             raise TirxError(f"about {len(rec.ops) * len(indices):,} ops ({len(rec.ops):,} in CTA {i}, {len(indices):,} "
                             f"CTAs), more than the limit of {budget.max_ops:,}; pass --max-ops "
                             f"{len(rec.ops) * len(indices)} to read it, or launch fewer CTAs / a smaller problem")
-    return raws, aliases
+    return raws, aliases, splits
 
 
 def _finish(indices: list[int], raws: list[list[Raw]], roles: list, storage: Storage, clock_ghz: float,

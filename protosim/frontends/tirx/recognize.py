@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from protosim.frontends.tirx.errors import TirxError
+from protosim.frontends.tirx.errors import Divergent, TirxError
 from protosim.frontends.tirx.interp import Addr, BufferInfo, Cta, Opaque, Region, call_site, dtype_bytes, where
 
 _BARRIER_VAR = re.compile(r"\b([A-Za-z_]\w*)\s*\.\s*(?:init|wait|arrive|try_wait|expect_tx|ptr_to)\s*\(")
@@ -120,6 +120,9 @@ class Touch:
     rows: Any = None
     cta: int | None = None
     """The cluster rank whose buffer it is (a 2-CTA MMA's operands and accumulator): ``Access.cta``."""
+    flat: Any = None
+    """A per-thread store's first element, per thread (an int when the threads agree): its
+    stage, seen from the role that executes it (two writeback warpgroups, one ``Dsmem[wg]`` each)."""
 
 
 PROTOCOL_PREFIXES = ("tirx.ptx.", "tirx.cuda.")
@@ -176,12 +179,13 @@ def _count(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> int:
 
 def _int(v: Any, what: str, node: Any, mask: np.ndarray | None = None) -> int:
     if isinstance(v, np.ndarray):
-        if mask is not None and v.shape == mask.shape:
+        full = v if mask is not None and v.shape == mask.shape else None
+        if full is not None:
             v = v[mask]
         if v.size and (v == v.flat[0]).all():
             return int(v.flat[0])
-        raise TirxError(f"{where(node)}: {what} differs between the threads that execute it; "
-                        "protosim needs one value per op")
+        raise Divergent(f"{where(node)}: {what} differs between the threads that execute it; "
+                        "protosim needs one value per op", full, mask)
     if isinstance(v, Opaque):
         raise TirxError(f"{where(node)}: {what} depends on {v.what}, which protosim does not compute")
     if isinstance(v, (bool, np.bool_)):
@@ -239,6 +243,12 @@ class Recognizer:
         self._desc_args: dict[int, tuple[list[str], str, str, str]] = {}
         self.desc: dict[str, Addr] = {}
         """wgmma descriptor variable -> the shared-memory address it was encoded from."""
+        self.splits: list[list[np.ndarray]] = []
+        """Groups of threads the interpreter ran one op site for separately (each agreeing on
+        a value the others do not): they are different roles (``tags.find_roles``)."""
+
+    def split(self, groups: list[np.ndarray]) -> None:
+        self.splits.append(groups)
 
     # -- interpreter hooks ----------------------------------------------------------
     def declare(self, info: BufferInfo, node: Any) -> None:
@@ -599,6 +609,13 @@ class Recognizer:
         spaces = [_space(r.buf) for r in regions]
         if name in TILE_REGISTER_OPS and all(s == "local" for s in spaces):
             return
+        if scope != "thread" or name in ("gemm_async", "copy_async"):
+            for r in regions:  # one region per op: a per-thread corner is per-warp programs (split) or an error
+                if _space(r.buf) == "local":
+                    continue
+                for m in r.mins:
+                    if isinstance(m, np.ndarray):
+                        _int(m, f"T.{scope}.{name}'s region {r!r} start", node, c.mask)
         if name in ("copy", "copy_async") and len(regions) == 2:
             dst, src = regions
             self._tile_copy(name == "copy_async", dst, src, config, dispatch, scope, node, c)
@@ -647,7 +664,9 @@ class Recognizer:
             self.emit("thread_copy", c, node, bytes=src.bytes, dst=_touch(dst, _tile_name(src)), src=_tile_name(src),
                       scope=scope, per_thread=scope == "thread")
         elif not is_async and ds == "shared" and ss == "local":
-            self.emit("smem_store", c, node, bytes=dst.bytes, dst=Touch(dst.buf, 0, dst.buf.elems, rows=dst.mins[0]),
+            rows = dst.mins[-2] if len(dst.mins) > 1 else dst.mins[0]  # the row each thread writes
+            self.emit("smem_store", c, node, bytes=dst.bytes, dst=Touch(dst.buf, 0, dst.buf.elems, rows=rows,
+                                                                         flat=_flat(dst)),
                       per_thread=scope == "thread")
         elif not is_async and ds == "global" and ss == "local":
             lo, hi = _box(dst.mins, [m + e - 1 for m, e in zip(dst.mins, dst.extents)], c)
@@ -697,6 +716,14 @@ def _tile_name(r: Region) -> str:
             m = int(m.min())
         parts.append(str(int(m) // e) if e else str(m))
     return f"{r.buf.name}[{','.join(parts)}]"
+
+
+def _flat(r: Region) -> Any:
+    """The flat index of a region's first element, per thread where its corner is."""
+    f: Any = 0
+    for m, n in zip(r.mins, r.buf.shape or (0,) * len(r.mins)):
+        f = f * n + m
+    return f
 
 
 def _touch(r: Region, tile: str = "", cta: int | None = None) -> Touch:

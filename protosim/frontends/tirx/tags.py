@@ -92,10 +92,21 @@ epilogue writes a row element by element)."""
 # --------------------------------------------------------------------------- roles
 
 
-def find_roles(ctas: list[list[Raw]], threads: int) -> list[tuple[str, int, int]]:
-    """``(name, first warp, warps)`` of every role, in warp order."""
+def find_roles(ctas: list[list[Raw]], threads: int, splits: list[list[np.ndarray]] | None = None
+               ) -> list[tuple[str, int, int]]:
+    """``(name, first warp, warps)`` of every role, in warp order.  ``splits``: groups of
+    threads the interpreter ran one op site for separately (each with its own barrier or
+    region) -- their warps are never one role, so an op they execute together does not join
+    them (each role sees its own threads of it)."""
     n_warps = threads // WARP
     parent = list(range(n_warps))
+    apart: set[tuple[int, int]] = set()
+    for groups in splits or ():
+        warp_sets = [set(np.flatnonzero(g.reshape(n_warps, WARP).any(axis=1)).tolist()) for g in groups]
+        for i, a in enumerate(warp_sets):
+            for b in warp_sets[i + 1:]:
+                apart.update((x, y) for x in a for y in b)
+                apart.update((y, x) for x in a for y in b)
 
     def find(w: int) -> int:
         while parent[w] != w:
@@ -115,6 +126,8 @@ def find_roles(ctas: list[list[Raw]], threads: int) -> list[tuple[str, int, int]
             for w in warps:
                 does[int(w)].add(r.kind)
             if r.kind in NO_UNION or len(warps) < 2:
+                continue
+            if apart and any((int(x), int(y)) in apart for x in warps for y in warps):
                 continue
             root = find(int(warps[0]))
             for w in warps[1:]:
@@ -195,8 +208,14 @@ def barrier_name(a: Addr, aliases: dict[str, str] | None = None) -> str:
 class Storage:
     """Barriers and buffers the raw ops name, with each buffer's stage size."""
 
-    def __init__(self, ctas: list[list[Raw]], roles: list[tuple[str, int, int]], aliases: dict[str, str] | None = None):
+    def __init__(self, ctas: list[list[Raw]], roles: list[tuple[str, int, int]], aliases: dict[str, str] | None = None,
+                 cluster: int = 1):
         self.aliases = aliases or {}
+        self.cluster = cluster
+        """CTAs per cluster.  In a cluster schedule a TMEM access that covers part of its
+        stage names its column range (``Access.columns``), as the book's step 8's writeback
+        reads the pair's 2*BLK_N columns in BLK_N-column chunks; single-CTA schedules keep
+        the stage-level TMEM accesses the seed's builders mirror."""
         self.count: dict[str, int] = {}
         """Each barrier's arrival count: from its first ``init`` (1 if the program never inits it)."""
         inited: set[str] = set()
@@ -215,6 +234,8 @@ class Storage:
         (128-byte swizzled tiles), as the kernels' pools place them."""
         role_warps = {first: n for _, first, n in roles}
         seen: set[tuple[Any, ...]] = set()
+        if cluster > 1:
+            self._fill_groups(ctas)
         for raws in ctas:
             for r in raws:
                 f = r.f
@@ -252,6 +273,41 @@ class Storage:
                         n = next((n for f, n in role_warps.items() if f <= first < f + n), 1)
                         self.parts[t.buf.name] = max(self.parts.get(t.buf.name, 1), n)
 
+    def _fill_groups(self, ctas: list[list[Raw]]) -> None:
+        """TMA loads issued back to back into one buffer on one barrier at different offsets
+        (step 9's ``Asmem[s, 0]`` and ``Asmem[s, 1]``, one per consumer) fill one stage
+        together: each is a part of it, the stage the smallest block of the buffer's trailing
+        dimensions that holds them all (as for multicast slices)."""
+        done: set[tuple[Any, ...]] = set()
+        for raws in ctas:
+            run: dict[tuple[Any, str], set[tuple[int, int]]] = defaultdict(set)
+            for r in raws + [None]:
+                if r is not None and r.kind == "tma_load":
+                    t = r.f["dst"]
+                    run[(r.f["bar"], t.buf.name)].add((t.offset, t.elems))
+                    continue
+                for (_, name), pieces in run.items():
+                    key = (name, tuple(sorted(pieces)))
+                    if len(pieces) < 2 or key in done:
+                        continue
+                    done.add(key)
+                    sizes = {e for _, e in pieces}
+                    if len(sizes) != 1:
+                        continue
+                    (e,) = sizes
+                    info = next(x for x in self._run_infos(raws, name))
+                    size = _whole_rows(info, e * len(pieces))
+                    if min(o for o, _ in pieces) // size == max(o for o, _ in pieces) // size:
+                        self.stage_elems[name] = max(self.stage_elems.get(name, 0), size)
+                        self.slices.setdefault(name, set()).add(e)
+                run.clear()
+
+    @staticmethod
+    def _run_infos(raws: list[Raw], name: str):
+        for r in raws:
+            if r.kind == "tma_load" and r.f["dst"].buf.name == name:
+                yield r.f["dst"].buf
+
     @staticmethod
     def _touches(r: Raw) -> list[Touch]:
         out = [r.f[k] for k in ("dst", "src") if isinstance(r.f.get(k), Touch)]
@@ -271,6 +327,10 @@ class Storage:
 
     def stage_size(self, info: BufferInfo) -> int:
         if info.scope == "tmem":
+            if self.cluster > 1 and info.name in self.tmem_end and info.shape:
+                # a cluster schedule's accumulator is one stage of every column its MMAs and
+                # loads use; each access names its columns (step 9: one range per consumer)
+                return self.tmem_end[info.name] * info.shape[0]
             return self.stage_elems.get(info.name, info.elems) or info.elems
         return self.stage_elems.get(info.name, 0) or info.elems
 
@@ -419,14 +479,14 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
         t = f["dst"]
         part = storage.part_of(t)
         src = f["src"]
-        if part is not None:  # a slice: it writes part of the stage's tile, and reads its own piece of it
+        if part is not None and f.get("multicast"):  # a slice: part of the stage's tile, its own piece of it
             content = _stage_tile(f.get("box"), t, storage) or src
             src = f"{content}#{part}"
             t = Touch(t.buf, t.offset, t.elems, content, t.rows, t.cta)
         d = Draft(TmaLoad, r, issuer=issuer, bytes=f["bytes"], src=src, **extra)
         d.bar = barrier_name(f["bar"], storage.aliases)
         d.writes.append(("dst", _access(t, storage, part=part)))
-        if part is not None:
+        if part is not None and f.get("multicast"):
             d.f["_content"] = t.tile
         return d
     if k == "tma_store":
@@ -445,7 +505,16 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
     if k == "smem_store":
         d = Draft(SmemStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
         part = WARP_PART if _disjoint_rows(r, first, warps) else None
-        d.writes.append(("dst", Access(f["dst"].buf.name, 0, "", part)))
+        t = f["dst"]
+        stage = 0
+        if t.flat is not None:  # the stage the role's threads write (their first element)
+            flat = t.flat
+            if isinstance(flat, np.ndarray):
+                sub = np.zeros_like(r.mask)
+                sub[first * WARP:(first + warps) * WARP] = True
+                flat = int(flat[r.mask & sub].min())
+            stage = storage.stage_of(Touch(t.buf, int(flat), 0))
+        d.writes.append(("dst", Access(t.buf.name, stage, "", part)))
         return d
     if k == "global_store":
         return Draft(GlobalStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), _glob=f["glob"],
@@ -499,6 +568,16 @@ def _row_of(idx: tuple[int, ...] | None) -> int:
 
 
 def _access(t: Touch, storage: Storage, part: int | None = None) -> Access:
+    if part is None:
+        part = storage.part_of(t)  # a slice of a stage: a multicast slice, one of a fill's loads
+    if t.buf.scope == "tmem" and storage.cluster > 1 and t.elems and len(t.buf.shape) == 2:
+        rows, width = t.buf.shape
+        per_stage = max(storage.stage_size(t.buf) // rows, 1)
+        first = t.offset % width
+        lo = first % per_stage
+        hi = lo + t.elems // rows
+        columns = None if (lo, hi) == (0, per_stage) else (lo, hi)
+        return Access(t.buf.name, first // per_stage, "", part, t.cta, columns)
     return Access(t.buf.name, storage.stage_of(t), "", part, t.cta)
 
 
@@ -688,12 +767,14 @@ def derive_tags(cluster: list[list[list[Draft]]]) -> list[list[list[Op]]]:
                     else:
                         n_writes[where] += 1
                         content = f"{acc.buffer}@{names[role]}#{n_writes[where]}"
-                    latest[where] = content
+                    for key in _data_keys(where, acc):
+                        latest[key] = content
                     wrote.append(content)
                     if k == "tma_load":
                         for target in _fill_targets(d, rank):
                             dst = where if not d.f.get("multicast") else (target, acc.buffer, acc.stage)
-                            published[(target, bar, use)][dst] = content
+                            for key in _data_keys(dst, acc):
+                                published[(target, bar, use)][key] = content
                 if k in FILLS:
                     for target in _fill_targets(d, rank):
                         published[(target, bar, use)].update(latest)
@@ -712,10 +793,11 @@ def derive_tags(cluster: list[list[list[Draft]]]) -> list[list[list[Op]]]:
             for d, use, wrote in zip(drafts, uses[rank][role], contents[rank][role]):
                 if d.raw.kind == "wait":
                     view.update(published.get((rank, d.bar, use), {}))
-                role_reads.append([view.get((rank if acc.cta is None else acc.cta, acc.buffer, acc.stage), "")
+                role_reads.append([_data_of(view, (rank if acc.cta is None else acc.cta, acc.buffer, acc.stage), acc)
                                    for _, acc in d.reads])
                 for (_, acc), content in zip(d.writes, wrote):
-                    view[(rank if acc.cta is None else acc.cta, acc.buffer, acc.stage)] = content
+                    for key in _data_keys((rank if acc.cta is None else acc.cta, acc.buffer, acc.stage), acc):
+                        view[key] = content
             cta_reads.append(role_reads)
         reads.append(cta_reads)
     tiles = tiles_and_ks(cluster, uses, contents, reads, offsets)
@@ -746,6 +828,23 @@ def derive_tags(cluster: list[list[list[Draft]]]) -> list[list[list[Op]]]:
             cta_out.append(ops)
         out.append(cta_out)
     return out
+
+
+def _data_keys(where: tuple[int, str, int], acc: Access) -> list[tuple[Any, ...]]:
+    """Where a write's data is kept: the stage (its latest data), and the numbered part it
+    writes, if any (a slice, one consumer's A block) -- so a read of one part expects that
+    part's data.  ``WARP_PART`` writes count as the stage's, as before parts were numbered."""
+    if acc.part is None or acc.part < 0:
+        return [where]
+    return [where, (*where, acc.part)]
+
+
+def _data_of(view: dict, where: tuple[int, str, int], acc: Access) -> str:
+    if acc.part is not None and acc.part >= 0:
+        got = view.get((*where, acc.part))
+        if got is not None:
+            return got
+    return view.get(where, "")
 
 
 def _use_key(d: Draft, rank: int) -> Any:

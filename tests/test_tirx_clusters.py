@@ -9,8 +9,10 @@
   slices, release peers, counts, expect_tx bytes) -- checked against the kernels' numbers,
   not against the builder, so the two cannot drift together.
 * The book's step 8 (``kernels/tirx/cluster_sm100.py``, 2-CTA tcgen05): its roles and each
-  role's ops per k-tile and at the tile end, in both CTAs of the pair; judged correct, and a
-  seeded bug found.
+  role's ops per k-tile and at the tile end, in both CTAs of the pair; ``hgemm_v8`` op for op
+  with each knob; judged correct, and a seeded bug found.
+* The book's step 9 (``kernels/tirx/consumers_sm100.py``): two MMA warps and two writeback
+  warpgroups of one program, each group a role; ``hgemm_v9`` op for op.
 * A small cluster kernel (``tests/fixtures/tirx/cluster_small.py``) reads and replays; what
   the frontend does not model is refused at its line.
 """
@@ -298,11 +300,56 @@ def test_step8_is_judged_correct_and_its_seeded_bug_found(step8):
     assert verdict.outcome.kind != "correct"
 
 
-def test_step9_is_refused_at_its_line():
-    """Step 9's two MMA warps run one program with warp-dependent barriers (``ld2mma.wait(warp_id)``):
-    one op site, two barriers -- not read yet (not a cluster limit), refused at the line."""
-    with pytest.raises(TirxError, match=r"consumers_sm100\.py:\d+.*differs between threads"):
-        extract_schedule("v9", GemmConfig(arch="b200", M=1024, N=512, K=256, PIPE_DEPTH=2, sm_count=4, cluster_m=2))
+# ----------------------------------------------------------------------------- the book's step 9
+
+V9 = dict(arch="b200", M=1024, N=512, K=256, PIPE_DEPTH=2, sm_count=4, cluster_m=2)
+V9_CASES = [
+    ("plain", {}), ("release_unscaled", dict(release_unscaled=True)), ("skip_store_wait", dict(skip_store_wait=True)),
+    ("expect_tx_delta", dict(expect_tx_delta=-1024)), ("no_flip", dict(skip_mma_phase_flip=True)),
+    ("parity_mma", dict(wait_parity_flip="mma")), ("parity_tma", dict(wait_parity_flip="tma")),
+    ("reset", dict(reset_phase_per_tile=True)), ("expect_tx_local", dict(expect_tx_local=True)),
+    ("skip_exit_sync", dict(skip_exit_sync=True)), ("persistent", dict(M=1024, N=512, K=384, PIPE_DEPTH=3, sm_count=2)),
+    ("blk_n64-group", dict(BLK_N=64, N=256, l2_group_size=2)),
+    *((f"multicast_skip_rank={r}", dict(multicast_skip_rank=r)) for r in (0, 1)),
+]
+V9_FAST = {"plain", "release_unscaled", "multicast_skip_rank=0"}
+
+
+@pytest.mark.skipif("hgemm_v9" not in BUILDERS, reason="no hgemm_v9 builder (protosim/builders/book_gemm.py) yet")
+@pytest.mark.parametrize("fields", [
+    pytest.param(f, marks=(() if n in V9_FAST else (SLOW,)) + ((pytest.mark.xfail(strict=True, reason=SKIPPED_LOADS),)
+                                                             if "multicast_skip_rank" in f else ()))
+    for n, f in V9_CASES], ids=[n for n, _ in V9_CASES])
+def test_step9_is_the_builder_op_for_op(fields):
+    cfg = GemmConfig(**{**V9, **fields})
+    kernel = extracted("v9", **{**V9, **fields})
+    assert kernel.cluster == 2
+    assert schedule_diff(BUILDERS["hgemm_v9"](cfg), kernel, limit=3) == []
+
+
+def test_step9s_two_mma_warps_and_two_writebacks_are_roles_of_their_own():
+    """Step 9 runs its two MMA warps (and its two writeback warpgroups) through one program with
+    warp-dependent barriers, TMEM columns and A blocks: the interpreter runs those op sites once
+    per warp group, and each group is a role."""
+    s = extracted("v9", **V9)
+    assert [(r.name, r.warps) for r in s.roles] == [("writeback0", 4), ("writeback1", 4), ("mma0", 1), ("mma1", 1),
+                                                    ("idle", 1), ("producer", 1)]
+    tmem = next(b for b in s.buffers if b.space == "tmem")
+    assert (tmem.stages, tmem.columns) == (1, 512)  # one accumulator stage, a column range per consumer
+    asmem = next(b for b in s.buffers if b.name == "Asmem")
+    assert asmem.parts == 2  # Asmem[s, c]: consumer c's block is part c of stage s
+    leader = s.ctas[0]
+    for c in (0, 1):
+        mma = next(op for op in leader.roles[2 + c] if isinstance(op, Mma))
+        assert mma.reads[0].part == c and mma.writes[0].columns == (256 * c, 256 * (c + 1))
+        waits = {op.barrier for op in leader.roles[2 + c] if isinstance(op, Wait)}
+        assert f"ld2mma_buf[{c}]" in waits and "tma2mma[0]" in waits
+        commits = {op.barrier for op in leader.roles[2 + c] if isinstance(op, MmaCommit)}
+        assert f"mma2ld[{c}]" in commits
+        wb_waits = {op.barrier for op in leader.roles[c] if isinstance(op, Wait)}
+        assert wb_waits == {f"mma2ld[{c}]"}
+    verdict, _ = judge(s)
+    assert verdict.outcome.kind == "correct" and not verdict.findings
 
 
 # ----------------------------------------------------------------------------- small kernels
@@ -341,6 +388,20 @@ def test_a_small_cluster_kernel_reads_and_replays():
 def test_what_is_not_modelled_is_refused_at_its_line(name, message):
     with pytest.raises(TirxError, match=message):
         extract(_fixture(name), "h200")
+
+
+def test_warps_of_one_program_with_their_own_barriers_are_separate_roles():
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        import warp_split
+    finally:
+        sys.path.remove(str(FIXTURES))
+    s = extract(warp_split.kernel, "h200")
+    assert [(r.name, r.warps) for r in s.roles] == [("worker0", 1), ("worker1", 1)]
+    assert [(op.barrier, op.issuer) for op in s.ctas[0].roles[1] if isinstance(op, Wait)] == [("bar[1]", "one")]
+    assert judge(s)[0].outcome.kind == "correct"
+    with pytest.raises(TirxError, match=r"warp_split\.py:29: address into bar differs between threads"):
+        extract(warp_split.kernel_lanes, "h200")  # lanes of one warp: not whole warps, refused
 
 
 def test_a_cluster_needs_an_arch_with_clusters_and_whole_clusters():

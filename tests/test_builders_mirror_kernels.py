@@ -71,6 +71,11 @@ HOPPER = [  # (step, config) on h200
     ("ws", dict(M=384, N=256, K=128, BLK_N=64, PIPE_DEPTH=4, sm_count=3, l2_group_size=2, wait_parity_flip="tma",
                 expect_tx_delta=-1024, skip_store_wait=True, consumer_delay_ns=300)),
     ("ws", dict(M=128, N=128, K=128, PIPE_DEPTH=2, sm_count=8)),  # more SMs than tiles: clamped to the tiles
+    # ws on thread-block clusters (kernels/tirx/hopper_cluster.py); more in tests/test_tirx_clusters.py
+    ("ws", dict(M=256, N=256, K=256, PIPE_DEPTH=2, sm_count=4, cluster_m=2, multicast_skip_rank=1)),
+    ("ws", dict(M=256, N=256, K=192, PIPE_DEPTH=2, sm_count=2, cluster_n=2, release_unscaled=True)),
+    ("ws", dict(M=256, N=256, K=192, PIPE_DEPTH=3, sm_count=4, cluster_m=2, cluster_n=2, expect_tx_local=True)),
+    ("ws", dict(M=512, N=128, K=128, PIPE_DEPTH=1, sm_count=4, cluster_m=2, skip_exit_sync=True, lag_warp=2, lag_ns=300)),
 ]
 CASES = [("b200", s, c) for s, c in SEED] + [("h200", s, c) for s, c in HOPPER]
 

@@ -77,7 +77,7 @@ def test_schedule_command_prints_loadable_json(tmp_path):
 
 BAD = {
     "missing_builder.toml": ('[config]\nK = 64\n', "builder: missing"),
-    "unknown_builder.toml": ('builder = "hgemm_v9"\n', "builder: unknown builder 'hgemm_v9'"),
+    "unknown_builder.toml": ('builder = "hgemm_v99"\n', "builder: unknown builder 'hgemm_v99'"),
     "not_divisible.toml": ('builder = "hgemm_v3"\n[config]\nK = 100\n', "config.K: K=100 is not a multiple of BLK_K=64"),
     "too_much_smem.toml": ('builder = "hgemm_v5"\n[config]\nK = 1024\nPIPE_DEPTH = 8\n',
                            "config.PIPE_DEPTH: 8 stages of 32,768 bytes need 262,144 bytes"),

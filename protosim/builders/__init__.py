@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from protosim.arch import load_profile
-from protosim.builders import triton_pipeline
+from protosim.builders import book_gemm, triton_pipeline
 from protosim.builders.gemm_cta import family
 from protosim.builders.seed_gemm import BUILDERS as SEED_BUILDERS
 from protosim.builders.seed_gemm import persistent_tiles
 from protosim.builders.ws_gemm import BUILDERS as WS_BUILDERS
 from protosim.config import BUG_KNOBS, DELAY_KNOBS, GemmConfig
 
-GEMM_BUILDERS = {**SEED_BUILDERS, **WS_BUILDERS}
+GEMM_BUILDERS = {**SEED_BUILDERS, **WS_BUILDERS, **book_gemm.BUILDERS}
 BUILDERS = {**GEMM_BUILDERS, "triton_pipeline": triton_pipeline.build}
 CONFIGS = {name: GemmConfig for name in GEMM_BUILDERS} | {"triton_pipeline": triton_pipeline.PipelineConfig}
 
@@ -28,6 +28,9 @@ _SHAPE = {"M", "N", "K", "BLK_M", "BLK_N", "BLK_K", "arch", "l2_at_launch"}
 _THREAD_COPY = _SHAPE | {"skip_mma_phase_flip", "wait_parity_flip", "consumer_delay_ns", "lag_warp", "lag_ns"}
 _TMA = _THREAD_COPY | {"tma_issuer", "expect_tx_delta", "skip_store_wait", "producer_delay_ns"}
 _PERSISTENT = _TMA | {"PIPE_DEPTH", "sm_count", "l2_group_size", "reset_phase_per_tile"}
+_BOOK = _SHAPE | {"PIPE_DEPTH", "sm_count", "l2_group_size", "skip_mma_phase_flip", "wait_parity_flip", "expect_tx_delta",
+                  "skip_store_wait"}
+"""The book's steps 7-9 (book_gemm.py): the knobs their kernels build, no delays, one producer warp."""
 _CLUSTER = {"cluster_m", "cluster_n", "multicast_skip_rank", "release_unscaled", "expect_tx_local", "skip_exit_sync"}
 HONOURS: dict[str, frozenset[str]] = {
     "hgemm_v1": frozenset(_THREAD_COPY),
@@ -37,6 +40,9 @@ HONOURS: dict[str, frozenset[str]] = {
     "hgemm_v5": frozenset(_TMA | {"PIPE_DEPTH"}),
     "hgemm_v6": frozenset(_PERSISTENT),
     "hgemm_ws": frozenset(_PERSISTENT - {"tma_issuer"} | _CLUSTER),
+    "hgemm_v7": frozenset(_BOOK | {"reset_phase_per_tile"}),
+    "hgemm_v8": frozenset(_BOOK | _CLUSTER),  # its kernel refuses reset_phase_per_tile
+    "hgemm_v9": frozenset(_BOOK | {"reset_phase_per_tile"} | _CLUSTER),
     "triton_pipeline": frozenset(f for f in triton_pipeline.PipelineConfig.__dataclass_fields__),
 }
 """Config fields each builder reads; every other knob is ignored by it."""
@@ -81,6 +87,8 @@ def estimate_ops(builder: str, config: Any, sm_count: int) -> int:
             ctas = min(ctas, tiles)
     elif builder == "hgemm_ws":
         ctas = min(c.sm_count or sm_count, tiles)
+    elif builder in book_gemm.BUILDERS:
+        return book_gemm.estimate(int(builder.removeprefix("hgemm_v")), c, sm_count)
     depth = c.PIPE_DEPTH if "PIPE_DEPTH" in HONOURS[builder] else 1
     return tiles * (c.k_tiles * 10 + 12) + ctas * (2 * depth + 4)
 

@@ -28,13 +28,17 @@ from typing import Any
 # --------------------------------------------------------------------------- vocabulary
 
 ARCHES = ("b200", "h200", "gb10")
-BUILDER_NAMES = ("hgemm_v1", "hgemm_v2", "hgemm_v3", "hgemm_v4", "hgemm_v5", "hgemm_v6", "hgemm_ws", "triton_pipeline")
+BUILDER_NAMES = ("hgemm_v1", "hgemm_v2", "hgemm_v3", "hgemm_v4", "hgemm_v5", "hgemm_v6", "hgemm_ws", "hgemm_v7", "hgemm_v8",
+                 "hgemm_v9", "triton_pipeline")
+BOOK_BUILDERS = ("hgemm_v7", "hgemm_v8", "hgemm_v9")
+"""The book's steps 7-9 (protosim/builders/book_gemm.py): Blackwell (tcgen05) only."""
 GEMM_BUILDERS = BUILDER_NAMES[:-1]
 OUTCOMES = ("correct", "wrong", "deadlock", "fault")
 TOP_LEVEL = ("name", "description", "builder", "config", "expect", "explore")
 EXPECT_KEYS = ("nominal", "findings", "ok", "outcomes", "may")
 EXPLORE_KEYS = ("runs", "max_stall", "seed")
-STEPS = ("v2", "v3", "v4", "v5", "v6", "ws")
+STEPS = ("v2", "v3", "v4", "v5", "v6", "ws", "ws_cluster")
+"""Steps a launch record may name (ws_cluster: ws on a cluster, read back as a ws case)."""
 SILICON_OUTCOMES = ("correct", "wrong", "timeout", "fault")
 
 # protosim.config.GemmConfig: field -> (type, default)
@@ -45,8 +49,12 @@ GEMM_FIELDS: dict[str, tuple[str, Any]] = {
     "tma_issuer": ("str", "one"), "expect_tx_delta": ("int", 0), "wait_parity_flip": ("str", ""),
     "skip_store_wait": ("bool", False), "producer_delay_ns": ("int", 0), "consumer_delay_ns": ("int", 0),
     "lag_warp": ("int", 1), "lag_ns": ("int", 0), "l2_at_launch": ("str", "cold"),
+    "cluster_m": ("int", 1), "cluster_n": ("int", 1), "multicast_skip_rank": ("int", -1),
+    "release_unscaled": ("bool", False), "expect_tx_local": ("bool", False), "skip_exit_sync": ("bool", False),
 }
-GEMM_SIZES = ("M", "N", "K", "BLK_M", "BLK_N", "BLK_K", "PIPE_DEPTH", "sm_count", "l2_group_size")
+CLUSTER_DIMS = (1, 2, 4, 8)
+"""protosim.config: a cluster dimension is 1, 2, 4 or 8."""
+GEMM_SIZES = ("M", "N", "K", "BLK_M", "BLK_N", "BLK_K", "PIPE_DEPTH", "sm_count", "l2_group_size", "cluster_m", "cluster_n")
 GEMM_NONNEG = ("producer_delay_ns", "consumer_delay_ns", "lag_ns")
 GEMM_CHOICES = {"tma_issuer": ("one", "each_warp"), "wait_parity_flip": ("", "tma", "mma"), "l2_at_launch": ("cold", "inputs")}
 # protosim.builders.triton_pipeline.PipelineConfig
@@ -214,6 +222,8 @@ def judge_config(j: Judgement, builder: str | None, conf: Any, where: str = "con
             j.refuse("toml.choice", f"{where}.{key} = {_short(value)} is not one of {GEMM_CHOICES[key]}")
         elif not pipeline and key == "lag_warp" and not 0 <= value < 4:
             j.refuse("toml.choice", f"{where}.lag_warp = {value}: the warpgroup has warps 0..3")
+        elif not pipeline and key in ("cluster_m", "cluster_n") and value not in CLUSTER_DIMS:
+            j.refuse("toml.choice", f"{where}.{key} = {value}: a cluster dimension is one of {CLUSTER_DIMS}")
         elif pipeline and key in ("wait_delta", "pendings_delta") and value < 0:
             j.refuse("toml.size", f"{where}.{key} = {value} is negative")
     arch = conf.get("arch", fields["arch"][1])
@@ -233,6 +243,8 @@ def judge_config(j: Judgement, builder: str | None, conf: Any, where: str = "con
         j.refuse("toml.arch_builder", f"{builder} emits tcgen05/wgmma/TMA ops; gb10 has none of them")
     if builder == "hgemm_ws" and a == "b200":
         j.refuse("toml.arch_builder", "hgemm_ws is a Hopper (wgmma) kernel; b200 is refused by design")
+    if builder in BOOK_BUILDERS and a == "h200":
+        j.refuse("toml.arch_builder", f"{builder} is the book's Blackwell (tcgen05) step; h200 has wgmma")
     for knob in IGNORED_KNOBS.get(builder, ()):
         if knob in conf:
             value, default = conf[knob], GEMM_FIELDS[knob][1]

@@ -53,12 +53,12 @@ INTS = (-2**63, -2**31, -1000, -1, 0, 1, 2, 3, 4, 7, 16, 48, 64, 100, 127, 128, 
 HUGE = (2**20, 2**30, 2**40, 10**9, 2**62, 2**63 - 1)
 STRINGS = ("", " ", "x", "b200", "h200", "gb10", "B200", "H200", "sm_90a", "cuda:90", "../arch/h200", "/etc/passwd",
            "protosim/arch/h200.toml", "h200.toml", "./h200", "~/h200", "C:\\h200", "h200\x00", "h200 ", "one", "each_warp",
-           "all", "tma", "mma", "smem", "tmem", "cold", "inputs", "hgemm_v1", "hgemm_v9", "triton_pipeline",
+           "all", "tma", "mma", "smem", "tmem", "cold", "inputs", "hgemm_v1", "hgemm_v99", "triton_pipeline",
            "correct", "wrong", "deadlock", "fault", "hang", "early_return", "1", "-1", "1.5", "true", "null",
            "é", "\u202e", "𝔘𝔫𝔦", "x" * 300, "{}", "[]", "%", "'", '"', "\\", "\n", "\t", "\x7f")
 ARCH_VALUES = ("b200", "h200", "gb10", "B200", "H200", "gb10 ", "", "sm_100", "a100", "../arch/h200", "/etc/passwd",
                "protosim/arch/b200.toml", "h200.toml", "..", ".", "/", "/dev/null", "x" * 200, "h\x00200")
-BUILDER_VALUES = O.BUILDER_NAMES + ("hgemm_v0", "hgemm_v7", "HGEMM_V1", "hgemm", "", "seed_gemm", "../builders",
+BUILDER_VALUES = O.BUILDER_NAMES + ("hgemm_v0", "hgemm_v77", "HGEMM_V1", "hgemm", "", "seed_gemm", "../builders",
                                     "ttgir", "(schedule json)", "hgemm_v1 ")
 
 scalar_values = st.one_of(

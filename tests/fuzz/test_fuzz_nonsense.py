@@ -114,7 +114,7 @@ def _cases() -> dict[str, FuzzCase]:
         "toml TMA knob on v2": _toml(V2 + 'tma_issuer = "each_warp"\n'),
         "toml arch is a path": _toml(V2.replace('"b200"', '"../arch/h200"')),
         "toml arch gb10 for tcgen05 builder": _toml(V1.replace("b200", "gb10")),
-        "toml unknown builder": _toml('builder = "hgemm_v9"\n'),
+        "toml unknown builder": _toml('builder = "hgemm_v99"\n'),
         "toml unknown top-level field": _toml(V1 + 'fz_extra = 1\n'),
         "toml unknown config field": _toml(V1 + 'blk_k = 64\n'),
         "toml runs = 0": _toml(V1 + "[explore]\nruns = 0\n"),

@@ -97,8 +97,9 @@ KERNEL_CASES = (
     ("v7", {}), ("v7", {"expect_tx_delta": -1024}), ("v7", {"wait_parity_flip": "tma"}),
     ("v7", {"reset_phase_per_tile": True, "K": 320}), ("ws", {"arch": "h200", "skip_mma_phase_flip": True}),
 )
-"""Schedules only the TIRx frontend makes (the book's step 7 has no builder), and one Hopper
-kernel read by it: the frontend's output is held to its event logs like the builders' are."""
+"""Schedules the TIRx frontend reads from the kernels (the book's step 7, written before its
+builder existed, and one Hopper kernel): the frontend's output is held to its event logs like
+the builders' are."""
 
 
 def _kernels() -> Iterator[tuple[str, Callable[[], Schedule]]]:

@@ -137,13 +137,11 @@ def test_a_rank_that_never_loads_hangs_both_ctas():
     assert tx and all("expects 65536 bytes but its TMA loads bring 32768" in f.message for f in tx)
 
 
-@pytest.mark.xfail(strict=True, reason="checkers/tx_mismatch.py lists as silent only peers that sent to the barrier in "
-                                       "some other phase; a rank that never issues a load (the 2-CTA ring's CTA 1) is "
-                                       "not named, though docs/semantics.md says the message lists 'the cluster peers "
-                                       "that sent none'")
 def test_the_tx_mismatch_names_the_rank_that_sent_nothing():
     _, found = judge("hgemm_v8", **V8, multicast_skip_rank=1)
-    assert any("CTA 1" in f.message for f in found if f.kind == "tx_mismatch")
+    tx = [f for f in found if f.kind == "tx_mismatch"]
+    assert tx and all("none from CTA" in f.message for f in tx)
+    assert any(f.cta % 2 == 0 and f.evidence["silent_peers"] == [f.cta + 1] for f in tx)
 
 
 # --------------------------------------------------------------------------- the kernels

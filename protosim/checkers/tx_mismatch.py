@@ -56,9 +56,10 @@ def check(result) -> list[Finding]:
         by = ""
         if cluster > 1:
             sent = sources.get(key, {})
-            # Peers of its cluster that send to this barrier elsewhere but sent nothing here.
-            peers = {c for (k_cta, k_bar, _), per in sources.items() if k_bar == barrier
-                     and k_cta // cluster == cta // cluster for c in per} - set(sent)
+            # The other CTAs of its cluster that sent nothing to this phase (a rank that never
+            # issues its share sends nothing anywhere, so every silent peer is named).
+            first_rank = cta - cta % cluster
+            peers = set(range(first_rank, first_rank + cluster)) - set(sent)
             by = "; by source: " + ", ".join(f"CTA {c} {n}" for c, n in sorted(sent.items()))
             by += "".join(f", none from CTA {c}" for c in sorted(peers))
             evidence["sources"] = {str(c): n for c, n in sorted(sent.items())}

@@ -77,8 +77,10 @@ class LsuUnit(Unit):
         m = self.m
         now = m.env.now
         done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
-        if acc.cta is not None and acc.cta != w.cta.rank:  # DSMEM: a peer SM's shared memory
-            done += m.timing.scale(self.arch.remote_arrive_cycles)
+        if acc.cta is not None and acc.cta != w.cta.rank:
+            # DSMEM: a peer SM's shared memory -- a store crosses the SM-to-SM network once, a load
+            # there and back (results/silicon/cluster_probes: ~165 extra cycles per dependent load)
+            done += m.timing.scale(self.arch.remote_arrive_cycles) * (2 if mode == "r" else 1)
         seq = m.access(w, i, acc, mode, now, done, op.tile, w.tick(), THREADS[op.issuer])
         return m.env.timeout(done - now, seq)
 

@@ -39,6 +39,7 @@ from protosim.builders.gemm_cta import (
     empty_bar,
     tma_bar,
 )
+from protosim.builders import ws_gemm
 from protosim.builders.seed_gemm import persistent_tiles
 from protosim.config import F16_BYTES, ConfigError, GemmConfig
 from protosim.ir import (
@@ -50,7 +51,6 @@ from protosim.ir import (
     CtaProgram,
     CtaSync,
     Fence,
-    MbarInit,
     Op,
     RoleDecl,
     Schedule,
@@ -128,48 +128,20 @@ def _loads(cfg: GemmConfig, cta: ClusterCta, stage: int, tile: tuple[int, int], 
     return loads
 
 
-def _producer(p: GemmCta, cta: ClusterCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
-    cfg = p.cfg
-    _cluster_prologue_sync(p)
-    start = PipelineState.producer_start(cfg.PIPE_DEPTH)
-    put = start
-    for tile in tiles:
-        if cfg.reset_phase_per_tile:
-            put = start
-        for k in range(cfg.k_tiles):
-            parity = start.phase if cfg.skip_mma_phase_flip else put.phase
-            p.wait(ring.producer_acquire, put, "mma", tile, k, parity=parity, lag=False)
-            if cfg.producer_delay_ns:
-                p.ops.append(Sleep(cycles=p.ns(cfg.producer_delay_ns), issuer="one", tile=tile, k=k,
-                                   label="producer delay"))
-            loads = _loads(cfg, cta, put.index, tile, k)
-            # expect_tx_local: what its own loads would bring it, (BM/CN + BN/CM) * BK * 2 -- the
-            # kernel's constant, whatever multicast_skip_rank leaves out
-            local = (cfg.BLK_M // cfg.cluster_n + cfg.BLK_N // cfg.cluster_m) * cfg.BLK_K * F16_BYTES
-            announced = (local if cfg.expect_tx_local else cfg.stage_bytes) + cfg.expect_tx_delta
-            ring.producer_commit(put, announced, loads, issuer="one", tile=tile, k=k)
-            put = put.advance()
-    _exit_sync(p)
-
-
-def _consumer(c: GemmCta, cta: ClusterCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
-    cfg = c.cfg
-    for s in range(cfg.PIPE_DEPTH):
-        c.ops += [MbarInit(barrier=tma_bar(s), issuer="one"), MbarInit(barrier=empty_bar(s), issuer="one")]
-    c.ops.append(MbarInit(barrier=MMA_BAR, issuer="one"))
-    _cluster_prologue_sync(c)
-    start = PipelineState.consumer_start(cfg.PIPE_DEPTH)
-    get = start
-    for tile in tiles:
-        if cfg.reset_phase_per_tile:
-            get = start
-        for k in range(cfg.k_tiles):
-            c.wait(ring.consumer_wait, get, "tma", tile, k)
-            c.mma(get.index, tile, k)
-            ring.consumer_release(get, ranks=cta.peers, tile=tile, k=k)
-            get = get.advance()
-        c.store_tma(tile)
-    _exit_sync(c)
+def _fill(cta: ClusterCta):
+    """The cluster kernel's refill of a stage: the producer delay, its loads (multicast slices of
+    the shared operand), then ``arrive.expect_tx`` of every source's bytes."""
+    def fill(p: GemmCta, ring: Pipeline, put: PipelineState, tile: tuple[int, int], k: int) -> None:
+        cfg = p.cfg
+        if cfg.producer_delay_ns:
+            p.ops.append(Sleep(cycles=p.ns(cfg.producer_delay_ns), issuer="one", tile=tile, k=k, label="producer delay"))
+        loads = _loads(cfg, cta, put.index, tile, k)
+        # expect_tx_local: what its own loads would bring it, (BM/CN + BN/CM) * BK * 2 -- the
+        # kernel's constant, whatever multicast_skip_rank leaves out
+        local = (cfg.BLK_M // cfg.cluster_n + cfg.BLK_N // cfg.cluster_m) * cfg.BLK_K * F16_BYTES
+        announced = (local if cfg.expect_tx_local else cfg.stage_bytes) + cfg.expect_tx_delta
+        ring.producer_commit(put, announced, loads, issuer="one", tile=tile, k=k)
+    return fill
 
 
 def _cluster_prologue_sync(g: GemmCta) -> None:
@@ -207,8 +179,8 @@ def build_ws_cluster(cfg: GemmConfig) -> Schedule:
             c, p = GemmCta(cfg, arch), GemmCta(cfg, arch)
             ring = Pipeline([tma_bar(s) for s in range(depth)], [empty_bar(s) for s in range(depth)],
                             producer=p.ops.append, consumer=c.ops.append)
-            _consumer(c, cta, ring, tiles)
-            _producer(p, cta, ring, tiles)
+            ws_gemm._consumer(c, ring, tiles, enter=_cluster_prologue_sync, release_ranks=cta.peers, leave=_exit_sync)
+            ws_gemm._producer(p, ring, tiles, fill=_fill(cta), enter=_cluster_prologue_sync, leave=_exit_sync)
             roles: tuple[tuple[Op, ...], ...] = (tuple(c.ops), tuple(p.ops))
             ctas.append(CtaProgram(c_idx * size + rank, roles))
     return Schedule(

@@ -51,13 +51,14 @@ extra ``tcgen05.commit`` onto a barrier the epilogue waits on, which no kernel h
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from protosim.arch import load_profile
-from protosim.builders.gemm_cta import MMA_ROLE, PRODUCER_ROLE, GemmCta, empty_bar, storage, tma_bar
+from protosim.builders.gemm_cta import MMA_ROLE, PRODUCER_ROLE, GemmCta, barrier_inits, empty_bar, storage, tma_bar
 from protosim.builders.seed_gemm import persistent_tiles
-from protosim.builders.ws_cluster import build_ws_cluster
 from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
-from protosim.ir import CtaProgram, CtaSync, Op, RoleDecl, Schedule
+from protosim.ir import CtaProgram, CtaSync, MbarInit, Op, RoleDecl, Schedule
 from protosim.pipeline import Pipeline, PipelineState
 
 CONSUMER_WARPS = 4
@@ -82,11 +83,13 @@ def grid_ctas(cfg: GemmConfig, sm_count: int) -> int:
     return min(cfg.sm_count or sm_count, cfg.m_tiles * cfg.n_tiles)
 
 
-def _producer(p: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
+def _producer(p: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]], fill: Fill | None = None,
+              enter: Step | None = None, leave: Step | None = None) -> None:
     """Warp 4: wait until the MMA released a stage, refill it.  ``skip_mma_phase_flip``:
-    the code passes its start parity every time."""
+    the code passes its start parity every time.  ``fill`` / ``enter`` / ``leave``: what the
+    cluster kernel writes instead (protosim/builders/ws_cluster.py)."""
     cfg = p.cfg
-    p.prologue_sync()
+    (enter or GemmCta.prologue_sync)(p)
     start = PipelineState.producer_start(cfg.PIPE_DEPTH)
     put = start
     for tile in tiles:
@@ -95,15 +98,20 @@ def _producer(p: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
         for k in range(cfg.k_tiles):
             parity = start.phase if cfg.skip_mma_phase_flip else put.phase
             p.wait(ring.producer_acquire, put, "mma", tile, k, parity=parity, lag=False)
-            p.tma_load(ring, put, tile, k)
+            (fill or GemmCta.tma_load)(p, ring, put, tile, k)
             put = put.advance()
-    p.ops.append(CtaSync())
+    (leave or _cta_sync)(p)
 
 
-def _consumer(c: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
-    """Warps 0-3: wait for a full stage, multiply, release it; epilogue per tile."""
+def _consumer(c: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]], enter: Step | None = None,
+              release_ranks: tuple[int, ...] = (), leave: Step | None = None) -> None:
+    """Warps 0-3: wait for a full stage, multiply, release it; epilogue per tile.  ``enter``
+    (after thread 0's inits), ``release_ranks`` (the CTAs whose empty barrier a release
+    arrives on) and ``leave``: what the cluster kernel writes instead."""
     cfg = c.cfg
-    c.prologue(cfg.PIPE_DEPTH, tma=True)  # full[s], empty[s] per stage, then mma_bar (gemm_cta.barrier_inits)
+    for name in barrier_inits(c.family, cfg.PIPE_DEPTH, True):  # full[s], empty[s] per stage, then mma_bar
+        c.ops.append(MbarInit(barrier=name, issuer="one"))
+    (enter or GemmCta.prologue_sync)(c)
     start = PipelineState.consumer_start(cfg.PIPE_DEPTH)
     get = start
     for tile in tiles:
@@ -112,10 +120,18 @@ def _consumer(c: GemmCta, ring: Pipeline, tiles: list[tuple[int, int]]) -> None:
         for k in range(cfg.k_tiles):
             c.wait(ring.consumer_wait, get, "tma", tile, k)
             c.mma(get.index, tile, k)
-            ring.consumer_release(get, tile=tile, k=k)
+            ring.consumer_release(get, ranks=release_ranks, tile=tile, k=k)
             get = get.advance()
         c.store_tma(tile)
-    c.teardown()
+    (leave or GemmCta.teardown)(c)
+
+
+def _cta_sync(g: GemmCta) -> None:
+    g.ops.append(CtaSync())
+
+
+Step = Callable[[GemmCta], None]
+Fill = Callable[[GemmCta, Pipeline, PipelineState, tuple[int, int], int], None]
 
 
 def build_ws(cfg: GemmConfig) -> Schedule:
@@ -123,6 +139,8 @@ def build_ws(cfg: GemmConfig) -> Schedule:
     arch = load_profile(cfg.arch)
     check(cfg, arch.mma_kind)
     if cfg.cluster_size > 1:  # the kernels' ws_cluster step (kernels/tirx/hopper_cluster.py)
+        from protosim.builders.ws_cluster import build_ws_cluster  # it builds on this module's roles
+
         return build_ws_cluster(cfg)
     for knob in ("multicast_skip_rank", "release_unscaled", "expect_tx_local", "skip_exit_sync"):
         if getattr(cfg, knob) != getattr(GemmConfig(), knob):

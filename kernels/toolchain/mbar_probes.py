@@ -6,99 +6,36 @@ the folder the GPU machine needs.
 Bundle layout: ``probes/<name>.so``, ``manifest.json`` (name, rule, ops, words, file),
 and, as in :mod:`kernels.toolchain.build`, tvm trimmed to its runtime (``tvm/``) and the
 ``apache-tvm-ffi`` cp312 wheel (``wheels/``).  Run it with :mod:`kernels.runner.mbar_probes`.
+The build itself is :mod:`kernels.toolchain.probe_bundle`'s, shared with the cluster probes.
 """
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import os
 import sys
-import time
 from pathlib import Path
 
 from protosim.ptx import probes as P
 
-from . import build as kbuild
-from . import compiler
+from . import probe_bundle as B
+from .probe_bundle import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CACHE = ROOT / "build" / "mbar_probes"
 KERNELS = ROOT / "kernels" / "tirx" / "mbar_probes.py"
 
 
-def _fingerprint() -> str:
-    h = hashlib.sha256(kbuild.toolchain_fingerprint().encode())
-    h.update(KERNELS.read_bytes())
-    h.update(Path(P.__file__).read_bytes())
-    return h.hexdigest()[:16]
+def _entry(p: P.Probe) -> dict:
+    return {"name": p.name, "rule": p.rule, "ops": [list(op) for op in p.ops], "words": P.n_words(p.ops),
+            "may_fault": P.predict(p.ops)["outcome"] == "fault"}
 
 
-def _compile(name: str):
-    from kernels.tirx.mbar_probes import build_kernel
-
-    return compiler.compile_primfunc(build_kernel(P.BY_NAME[name]), "sm_90a", f"probe {name}")
-
-
-def _compile_one(name: str, out: str) -> tuple[str, float]:
-    t = time.perf_counter()
-    compiler.export(_compile(name), Path(out), name)
-    return name, time.perf_counter() - t
-
-
-def cuda_source(name: str) -> str:
-    """The generated CUDA of one probe (the caller has the stub libcuda on its loader path)."""
-    return compiler.cuda_source(_compile(name))
-
-
-def build_bundle(bundle: Path, cache: Path, workers: int, only: str | None = None, runtime: bool = True, log=print) -> dict:
-    probes = [p for p in P.PROBES if not only or only in p.name]
-    fp = _fingerprint()
-    paths = {p.name: cache / f"{p.name}-{fp}.so" for p in probes}
-    missing = [n for n, path in paths.items() if not path.exists()]
-    log(f"{len(probes)} probes, {len(probes) - len(missing)} cached, {len(missing)} to build ({workers} workers)")
-    t = time.perf_counter()
-    if missing:
-        cache.mkdir(parents=True, exist_ok=True)
-        kbuild.compile_in_pool(_compile_one, {f"probe {n}": (n, str(paths[n])) for n in missing}, workers, log)
-    folder = bundle / "probes"
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.so"):
-        old.unlink()
-    manifest = []
-    for p in probes:
-        (folder / f"{p.name}.so").write_bytes(paths[p.name].read_bytes())
-        manifest.append({"name": p.name, "rule": p.rule, "ops": [list(op) for op in p.ops], "words": P.n_words(p.ops),
-                         "may_fault": P.predict(p.ops)["outcome"] == "fault", "so": f"probes/{p.name}.so"})
-    (bundle / "manifest.json").write_text(json.dumps({"kind": "mbar_probes", "fingerprint": fp, "probes": manifest}, indent=1))
-    if runtime:  # the same runtime kernels.toolchain.build ships, so this folder is self-contained
-        kbuild.trim_tvm(bundle / "tvm")
-        kbuild.ffi_wheel(bundle / "wheels")
-    total = sum(f.stat().st_size for f in bundle.rglob("*") if f.is_file())
-    log(f"bundle {bundle}: {len(manifest)} probes{', tvm runtime + ffi wheel' if runtime else ''}; {total / 1e6:.1f} MB in all")
-    return {"probes": len(manifest), "seconds": round(time.perf_counter() - t, 1), "bytes": total, "bundle": str(bundle)}
+FAMILY = B.Family(kind="mbar_probes", label="probe", bundle=".gpu/probes", sources=(KERNELS, Path(P.__file__)),
+                  kernels="kernels.tirx.mbar_probes", probes=P.PROBES, entry=_entry)
+DEFAULT_CACHE = FAMILY.cache
+cuda_source = FAMILY.cuda_source  # (name) -> the probe's generated CUDA; the caller has the stub libcuda loaded
+build_bundle = FAMILY.build_bundle  # (bundle, cache, workers, only=None, runtime=True, log=print) -> summary
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.toolchain.mbar_probes", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--bundle", type=Path, default=ROOT / ".gpu" / "probes")
-    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--only", help="only probes whose name contains this")
-    ap.add_argument("--no-runtime", action="store_true", help="leave out tvm/ and wheels/ (carry another bundle's)")
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args(argv)
-    compiler.ensure_stub_on_path()  # re-executes this process once, before tvm is imported
-    log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
-    try:
-        summary = build_bundle(args.bundle, args.cache, max(1, args.jobs), args.only, not args.no_runtime, log)
-    except compiler.BuildError as exc:
-        print(f"kernels.toolchain.mbar_probes: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(summary) if args.json else f"done in {summary['seconds']} s")
-    return 0
+    return FAMILY.main(__doc__, argv)
 
 
 if __name__ == "__main__":

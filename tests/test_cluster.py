@@ -24,6 +24,7 @@ from protosim.ir import (
     ClusterArrive,
     ClusterWait,
     CtaSync,
+    Fence,
     CtaProgram,
     LocalLoad,
     MbarInit,
@@ -351,3 +352,39 @@ def test_a_peer_op_not_ordered_after_the_barrier_init_is_found_whatever_the_timi
     uninit = [f for f in found if f.kind == "peer_uninitialized"]
     assert any(f.message.startswith("CTA 1 ") and "CTA 0's" in f.message for f in uninit)
     assert not [f for f in run_checkers(replay(ring())) if f.kind == "peer_uninitialized"]
+
+
+def _tvm_multicast1(after_init: tuple) -> Schedule:
+    """apache/tvm's tests/python/tirx/codegen/test_codegen_hopper.py
+    ``test_cp_async_bulk_tensor_global_to_shared_multicast1`` (shape (16, 16), float32), written
+    out by hand -- the TIRx frontend refuses its ``T.thread_binding`` loops: a cluster of 4 CTAs of
+    128 threads; thread 0 of each inits its barrier (count 1), ``fence.proxy.async``,
+    ``arrive.expect_tx`` of the tile; CTA 0's thread 0 multicasts the tile to all four (mask
+    0b1111); every thread waits, then ``cta_sync``.  ``after_init``: what follows the init."""
+    total = 4 * 16 * 16
+
+    def prog(rank: int) -> CtaProgram:
+        ops = [MbarInit(barrier="bar", issuer="one"), *after_init, Fence(fence="proxy_async", issuer="one"),
+               ArriveExpectTx(barrier="bar", use=0, bytes=total, issuer="one")]
+        if rank == 0:
+            ops.append(TmaLoad(barrier="bar", use=0, bytes=total, dst=Access("A_smem", 0, "A"), src="A",
+                               multicast=(0, 1, 2, 3), issuer="one"))
+        ops += [Wait(barrier="bar", parity=0, use=0), CtaSync()]
+        return CtaProgram(rank, (tuple(ops),))
+
+    return Schedule(name="tvm-multicast1", arch="h200", barriers=(BarrierDecl("bar", 1),),
+                    buffers=(BufferDecl("A_smem", "smem", bytes=total),), roles=(RoleDecl("w", 4),),
+                    ctas=tuple(prog(r) for r in range(4)), cluster=4)
+
+
+def test_a_public_multicast_kernel_written_by_others_shows_both_init_races():
+    """Input we did not write.  As written, warps 1-3 wait on the barrier with nothing ordering
+    thread 0's init before them (use_before_init, a trap in the model).  With a CTA-local sync
+    added, CTA 0's multicast still lands on the peers' barriers with nothing ordering their inits
+    first (peer_uninitialized, found by order).  With fence.mbarrier_init + a cluster barrier it
+    is clean."""
+    as_written = replay(_tvm_multicast1(()))
+    assert as_written.trap is not None and as_written.trap.kind == "use_before_init"
+    local = [f for f in run_checkers(replay(_tvm_multicast1((CtaSync(),)))) if f.kind == "peer_uninitialized"]
+    assert {f.cta for f in local} == {1, 2, 3}
+    assert kinds(replay(_tvm_multicast1((Fence(fence="mbarrier_init"), *SYNC)))) == set()

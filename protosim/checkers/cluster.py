@@ -42,13 +42,23 @@ def check(result) -> list[Finding]:
         return []
     log = result.log
     findings: list[Finding] = []
+    seen: set[tuple] = set()
     exits = {e.cta: e for e in log.of_kind("cta_exit")}
+    _peer_accesses(result, exits, findings, seen)
+    _peer_barrier_ops(log, exits, findings, seen)
+    findings += _arrival_mismatch(log)
+    return sorted(findings, key=lambda f: f.cycle)
+
+
+def _peer_accesses(result, exits: dict, findings: list[Finding], seen: set) -> None:
+    """peer_exited / tmem_freed_early for a peer's access to a CTA's buffer: its completion must
+    be known to the owner when the owner exits (or frees that TMEM)."""
+    log = result.log
     frees = defaultdict(list)
     for e in log.of_kind("tmem_dealloc"):
         frees[e.cta].append(e)
     knowledge = Knowledge.of(log)
     space = {b.name: b.space for b in result.schedule.buffers}
-    seen: set[tuple] = set()
     for e in log.of_kind("access"):
         d = e.data
         owner = d.get("owner", e.cta)
@@ -75,6 +85,11 @@ def check(result) -> list[Finding]:
                         f"barrier after its last MMA is known complete) before the dealloc",
                         {"freed": owner, "cycle": fr.t, "peer": e.cta, "who": e.who, "op": e.op,
                          "buffer": d["buffer"], "stage": d["stage"], "issued": e.t}))
+
+
+def _peer_barrier_ops(log, exits: dict, findings: list[Finding], seen: set) -> None:
+    """peer_uninitialized / peer_exited for a peer's op on a CTA's barrier: ordered after the
+    barrier's init, and before the owner's exit."""
     inits: dict[tuple[int, str], list] = defaultdict(list)
     for e in log.of_kind("init"):
         inits[(e.cta, e.data["barrier"])].append(e)
@@ -95,7 +110,6 @@ def check(result) -> list[Finding]:
                     {"owner": e.cta, "peer": src, "who": e.who, "op": e.op, "barrier": e.data["barrier"],
                      "use": e.data["use"], "what": kind}))
             ex = exits.get(e.cta)
-            clock = e.data.get("clock")
             late = ex is not None and (e.t > ex.t or (clock is not None and not _ordered(clock, ex.data["clock"])))
             if late:
                 _once(findings, seen, (PEER_EXITED, src, e.who, e.op, e.cta), Finding(
@@ -105,8 +119,6 @@ def check(result) -> list[Finding]:
                     f"{cyc(ex.t)}: the barrier may no longer exist; put a cluster barrier before the exit",
                     {"exited": e.cta, "exit_cycle": ex.t, "peer": src, "who": e.who, "op": e.op,
                      "barrier": e.data["barrier"], "use": e.data["use"], "what": kind}))
-    findings += _arrival_mismatch(log)
-    return sorted(findings, key=lambda f: f.cycle)
 
 
 def _ordered(at_issue, exit_clock) -> bool:

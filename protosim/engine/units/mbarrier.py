@@ -116,9 +116,12 @@ class MBarrierUnit(Unit):
             m.log.emit(m.env.now, "arrive", cta.index, w.who, i, barrier=op.barrier, use=op.use,
                        count=count * threads, completed=cell.state.completed, **extra)
 
-    def _later(self, w: WarpState, act) -> None:
-        """Run ``act`` after the cluster network's latency: an ``mbarrier.arrive.shared::cluster``
-        on a peer's barrier travels to the other SM."""
+    def _at(self, w: WarpState, cta: CtaState, act) -> None:
+        """Run ``act`` on ``cta``'s barrier: now if it is the warp's own CTA, else after the cluster
+        network's latency (an ``mbarrier.arrive.shared::cluster`` on a peer travels to its SM)."""
+        if cta is w.cta:
+            act()
+            return
         m = self.m
         lands = m.env.now + m.timing.scale(self.arch.remote_arrive_cycles)
         if lands > w.remote_until:
@@ -141,7 +144,7 @@ class MBarrierUnit(Unit):
             self._log_arrive(w, i, op, cta, cell, op.count, threads, clock)
             self._arrive_n(w, i, op, cta, cell, threads, lambda s: mb.arrive(s, op.count), clock, writes)
 
-        self._later(w, act) if cta is not w.cta else act()
+        self._at(w, cta, act)
 
     def _log_expect(self, w: WarpState, i: int, op: ExpectTx | ArriveExpectTx, cta: CtaState, cell: BarrierCell,
                     threads: int) -> None:
@@ -161,7 +164,7 @@ class MBarrierUnit(Unit):
                 if not self.apply(cta, w.who, i, cell, mb.expect_tx(cell.state, op.bytes), op.kind):
                     return
 
-        self._later(w, act) if cta is not w.cta else act()
+        self._at(w, cta, act)
 
     def arrive_expect_tx(self, w: WarpState, i: int, op: ArriveExpectTx) -> None:
         cta = resolve.peer(w.cta, op.cta)
@@ -175,7 +178,7 @@ class MBarrierUnit(Unit):
             self._log_arrive(w, i, op, cta, cell, 1, threads, clock)
             self._arrive_n(w, i, op, cta, cell, threads, lambda s: mb.arrive_expect_tx(s, op.bytes), clock, writes)
 
-        self._later(w, act) if cta is not w.cta else act()
+        self._at(w, cta, act)
 
     def wait_skew(self, w: WarpState, op: Wait) -> float:
         p = self.m.perturbation

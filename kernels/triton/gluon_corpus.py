@@ -66,12 +66,14 @@ CP_ASYNC = getattr(cp, "async_load", None) or cp.async_copy_global_to_shared
 @gluon.constexpr_function
 def tmem_reg_layout(dtype, shape, tmem_layout, num_warps):
     """The register layout of a TMEM load/store (32x32b), whichever API this Gluon has."""
-    uw = lambda x: getattr(x, "value", x)  # noqa: E731
+    def uw(x):
+        return uw(x.value) if isinstance(x, ttgl.constexpr) else x
+
     dtype, shape, tmem_layout, num_warps = uw(dtype), [uw(s) for s in uw(shape)], uw(tmem_layout), uw(num_warps)
-    if hasattr(blackwell, "get_tmem_reg_layout"):
-        return blackwell.get_tmem_reg_layout(dtype, shape, tmem_layout, num_warps)
     from triton.experimental.gluon.language._semantic import _compute_tmem_reg_layout
-    return _compute_tmem_reg_layout(dtype, shape, shape, tmem_layout, num_warps, "32x32b")
+    if V36:  # (element_ty, shape, layout, num_warps, instr_variant)
+        return _compute_tmem_reg_layout(dtype, shape, tmem_layout, num_warps, "32x32b")
+    return _compute_tmem_reg_layout(dtype, shape, shape, tmem_layout, num_warps, "32x32b")  # + alloc_shape
 
 
 # ---------------------------------------------------------------------------------------
@@ -1076,6 +1078,347 @@ def consan_tcgen05_local_alloc_loop(a_ptr, K, FAILURE: ttgl.constexpr):
 
 
 # =======================================================================================
+# Tutorial-style correct kernels (expected "clean"), in the form of Gluon's tutorials
+# =======================================================================================
+
+@gluon.jit
+def tut_tma_copy(in_desc, out_desc, BM: ttgl.constexpr, BN: ttgl.constexpr):
+    # Copy one tile per CTA global -> shared -> global with TMA, completion on an mbarrier.
+    off_m = ttgl.program_id(0) * BM
+    off_n = ttgl.program_id(1) * BN
+    smem = ttgl.allocate_shared_memory(in_desc.dtype, [BM, BN], in_desc.layout)
+    bar = ttgl.allocate_shared_memory(ttgl.int64, [1, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar.index(0), count=1)
+    mbarrier.expect(bar.index(0), BM * BN * 2)
+    TMA_LOAD(in_desc, [off_m, off_n], bar.index(0), smem)
+    mbarrier.wait(bar.index(0), 0)
+    mbarrier.invalidate(bar.index(0))
+    TMA_STORE(out_desc, [off_m, off_n], smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _epilogue_tma_store(c_desc, acc, off_m, off_n, BM: ttgl.constexpr, BN: ttgl.constexpr):
+    c = ttgl.allocate_shared_memory(ttgl.float16, [BM, BN], c_desc.layout, acc.to(ttgl.float16))
+    fence_async_shared()
+    TMA_STORE(c_desc, [off_m, off_n], c)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def tut_wgmma_pipelined(a_desc, b_desc, c_desc, K, BM: ttgl.constexpr, BN: ttgl.constexpr, BK: ttgl.constexpr,
+                        STAGES: ttgl.constexpr):
+    # C = A @ B on sm_90a: a STAGES-deep ring of A/B tiles filled by TMA; `ready[s]`
+    # completes when stage s is loaded, `empty[s]` when the wgmma that read it retired.
+    # wgmma runs async with one group in flight; phases are flipped by hand from the
+    # step counter.  Assumes K >= (STAGES - 1) * BK.
+    off_m = ttgl.program_id(0) * BM
+    off_n = ttgl.program_id(1) * BN
+    a_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BM, BK], a_desc.layout)
+    b_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BK, BN], b_desc.layout)
+    ready = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in ttgl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    TILE_BYTES: ttgl.constexpr = (BM * BK + BK * BN) * 2
+    num_k = ttgl.cdiv(K, BK)
+    for i in ttgl.static_range(STAGES - 1):
+        mbarrier.expect(ready.index(i), TILE_BYTES)
+        TMA_LOAD(a_desc, [off_m, i * BK], ready.index(i), a_s.index(i))
+        TMA_LOAD(b_desc, [i * BK, off_n], ready.index(i), b_s.index(i))
+    acc_layout: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BN, 16])
+    acc = ttgl.zeros([BM, BN], ttgl.float32, acc_layout)
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        acc = hopper.warpgroup_mma(a_s.index(s), b_s.index(s), acc, is_async=True)
+        acc = hopper.warpgroup_mma_wait(num_outstanding=1, deps=[acc])
+        # step k-1's wgmma has retired: release its stage
+        prev = (k + STAGES - 1) % STAGES
+        mbarrier.arrive(empty.index(prev), count=1, pred=k > 0)
+        # refill that stage with step k + STAGES - 1 once it is empty
+        kn = k + STAGES - 1
+        more = kn < num_k
+        mbarrier.wait(empty.index(prev), ((kn // STAGES) + 1) & 1, pred=more & (kn >= STAGES))
+        mbarrier.expect(ready.index(prev), TILE_BYTES, pred=more)
+        TMA_LOAD(a_desc, [off_m, kn * BK], ready.index(prev), a_s.index(prev), pred=more)
+        TMA_LOAD(b_desc, [kn * BK, off_n], ready.index(prev), b_s.index(prev), pred=more)
+    acc = hopper.warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+    for i in ttgl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(i))
+        mbarrier.invalidate(empty.index(i))
+    _epilogue_tma_store(c_desc, acc, off_m, off_n, BM, BN)
+
+
+@gluon.jit
+def _tmem_epilogue(c_desc, acc_tmem, off_m, off_n, BM: ttgl.constexpr, BN: ttgl.constexpr, NUM_WARPS: ttgl.constexpr):
+    REG: ttgl.constexpr = tmem_reg_layout(ttgl.float32, [BM, BN], blackwell.TensorMemoryLayout((BM, BN), 1), NUM_WARPS)
+    acc = acc_tmem.load(REG)
+    _epilogue_tma_store(c_desc, acc, off_m, off_n, BM, BN)
+
+
+@gluon.jit
+def tut_tcgen05_pipelined(a_desc, b_desc, c_desc, K, BM: ttgl.constexpr, BN: ttgl.constexpr, BK: ttgl.constexpr,
+                          STAGES: ttgl.constexpr):
+    # C = A @ B on sm_100a: the accumulator lives in tensor memory; each tcgen05_mma
+    # arrives `empty[s]` when it has read its stage, and a final tcgen05_commit arrives
+    # `acc_bar` when all MMAs are done, before the TMEM load.  Assumes K >= (STAGES-1)*BK.
+    off_m = ttgl.program_id(0) * BM
+    off_n = ttgl.program_id(1) * BN
+    a_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BM, BK], a_desc.layout)
+    b_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BK, BN], b_desc.layout)
+    ready = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    acc_bar = ttgl.allocate_shared_memory(ttgl.int64, [1, 1], mbarrier.MBarrierLayout())
+    for i in ttgl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    mbarrier.init(acc_bar.index(0), count=1)
+    acc = blackwell.allocate_tensor_memory(ttgl.float32, [BM, BN], blackwell.TensorMemoryLayout((BM, BN), 1))
+    TILE_BYTES: ttgl.constexpr = (BM * BK + BK * BN) * 2
+    num_k = ttgl.cdiv(K, BK)
+    for i in ttgl.static_range(STAGES - 1):
+        mbarrier.expect(ready.index(i), TILE_BYTES)
+        TMA_LOAD(a_desc, [off_m, i * BK], ready.index(i), a_s.index(i))
+        TMA_LOAD(b_desc, [i * BK, off_n], ready.index(i), b_s.index(i))
+    for k in range(num_k):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        blackwell.tcgen05_mma(a_s.index(s), b_s.index(s), acc, use_acc=k > 0, mbarriers=[empty.index(s)])
+        kn = k + STAGES - 1
+        sn = kn % STAGES
+        more = kn < num_k
+        # stage sn was last read by the MMA of step kn - STAGES (= k - 1)
+        mbarrier.wait(empty.index(sn), ((kn // STAGES) + 1) & 1, pred=more & (kn >= STAGES))
+        mbarrier.expect(ready.index(sn), TILE_BYTES, pred=more)
+        TMA_LOAD(a_desc, [off_m, kn * BK], ready.index(sn), a_s.index(sn), pred=more)
+        TMA_LOAD(b_desc, [kn * BK, off_n], ready.index(sn), b_s.index(sn), pred=more)
+    blackwell.tcgen05_commit(acc_bar.index(0))
+    mbarrier.wait(acc_bar.index(0), 0)
+    for i in ttgl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(i))
+        mbarrier.invalidate(empty.index(i))
+    mbarrier.invalidate(acc_bar.index(0))
+    _tmem_epilogue(c_desc, acc, off_m, off_n, BM, BN, 4)
+
+
+@gluon.jit
+def _ws_load_partition(a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, K, BK: ttgl.constexpr,
+                       STAGES: ttgl.constexpr):
+    # Producer: wait stage empty (parity starts at 1, so the first pass does not block),
+    # then TMA both tiles into it.
+    TILE_BYTES: ttgl.constexpr = (a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+    for k in range(ttgl.cdiv(K, BK)):
+        s = k % STAGES
+        mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)
+        mbarrier.expect(ready.index(s), TILE_BYTES)
+        TMA_LOAD(a_desc, [off_m, k * BK], ready.index(s), a_s.index(s))
+        TMA_LOAD(b_desc, [k * BK, off_n], ready.index(s), b_s.index(s))
+
+
+@gluon.jit
+def _ws_tcgen05_partition(a_s, b_s, acc, ready, empty, acc_bar, K, BK: ttgl.constexpr, STAGES: ttgl.constexpr):
+    # MMA issuer: wait stage ready, issue tcgen05_mma releasing the stage on completion;
+    # commit the accumulator barrier after the last MMA.
+    for k in range(ttgl.cdiv(K, BK)):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        blackwell.tcgen05_mma(a_s.index(s), b_s.index(s), acc, use_acc=k > 0, mbarriers=[empty.index(s)])
+    blackwell.tcgen05_commit(acc_bar.index(0))
+
+
+@gluon.jit
+def _ws_tmem_epilogue_partition(c_desc, acc, acc_bar, off_m, off_n, BM: ttgl.constexpr, BN: ttgl.constexpr):
+    mbarrier.wait(acc_bar.index(0), 0)
+    _tmem_epilogue(c_desc, acc, off_m, off_n, BM, BN, 4)
+
+
+@gluon.jit
+def tut_ws_tcgen05_matmul(a_desc, b_desc, c_desc, K, BM: ttgl.constexpr, BN: ttgl.constexpr, BK: ttgl.constexpr,
+                          STAGES: ttgl.constexpr):
+    # Warp-specialized C = A @ B on sm_100a: a 1-warp TMA load partition, a 1-warp MMA
+    # partition and the default (4-warp) partition as epilogue, talking through
+    # ready/empty rings and one accumulator barrier.
+    off_m = ttgl.program_id(0) * BM
+    off_n = ttgl.program_id(1) * BN
+    a_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BM, BK], a_desc.layout)
+    b_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BK, BN], b_desc.layout)
+    ready = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    acc_bar = ttgl.allocate_shared_memory(ttgl.int64, [1, 1], mbarrier.MBarrierLayout())
+    for i in ttgl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    mbarrier.init(acc_bar.index(0), count=1)
+    acc = blackwell.allocate_tensor_memory(ttgl.float32, [BM, BN], blackwell.TensorMemoryLayout((BM, BN), 1))
+    ttgl.warp_specialize([
+        (_ws_tmem_epilogue_partition, (c_desc, acc, acc_bar, off_m, off_n, BM, BN)),
+        (_ws_load_partition, (a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, K, BK, STAGES)),
+        (_ws_tcgen05_partition, (a_s, b_s, acc, ready, empty, acc_bar, K, BK, STAGES)),
+    ], [1, 1], [24, 24])
+
+
+@gluon.jit
+def _ws_wgmma_consumer(c_desc, a_s, b_s, ready, empty, off_m, off_n, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
+                       BK: ttgl.constexpr, STAGES: ttgl.constexpr):
+    acc_layout: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BN, 16])
+    acc = ttgl.zeros([BM, BN], ttgl.float32, acc_layout)
+    for k in range(ttgl.cdiv(K, BK)):
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+        acc = hopper.warpgroup_mma(a_s.index(s), b_s.index(s), acc, is_async=True)
+        acc = hopper.warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+        mbarrier.arrive(empty.index(s), count=1)
+    _epilogue_tma_store(c_desc, acc, off_m, off_n, BM, BN)
+
+
+@gluon.jit
+def tut_ws_wgmma_matmul(a_desc, b_desc, c_desc, K, BM: ttgl.constexpr, BN: ttgl.constexpr, BK: ttgl.constexpr,
+                        STAGES: ttgl.constexpr):
+    # Warp-specialized C = A @ B on sm_90a: a 1-warp TMA producer feeds the default
+    # 4-warp partition, which runs wgmma, releases each stage and stores the tile.
+    off_m = ttgl.program_id(0) * BM
+    off_n = ttgl.program_id(1) * BN
+    a_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BM, BK], a_desc.layout)
+    b_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BK, BN], b_desc.layout)
+    ready = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for i in ttgl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    ttgl.warp_specialize([
+        (_ws_wgmma_consumer, (c_desc, a_s, b_s, ready, empty, off_m, off_n, K, BM, BN, BK, STAGES)),
+        (_ws_load_partition, (a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, K, BK, STAGES)),
+    ], [1], [24])
+
+
+@gluon.jit
+def tut_persistent_tcgen05_matmul(a_desc, b_desc, c_desc, M, N, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
+                                  BK: ttgl.constexpr, STAGES: ttgl.constexpr):
+    # Persistent C = A @ B on sm_100a: each CTA walks tiles pid, pid + #CTAs, ...; the
+    # load ring's counter and phases run on across tiles, the accumulator barrier's
+    # phase flips once per tile.
+    a_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BM, BK], a_desc.layout)
+    b_s = ttgl.allocate_shared_memory(ttgl.float16, [STAGES, BK, BN], b_desc.layout)
+    ready = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    acc_bar = ttgl.allocate_shared_memory(ttgl.int64, [1, 1], mbarrier.MBarrierLayout())
+    for i in ttgl.static_range(STAGES):
+        mbarrier.init(ready.index(i), count=1)
+        mbarrier.init(empty.index(i), count=1)
+    mbarrier.init(acc_bar.index(0), count=1)
+    acc = blackwell.allocate_tensor_memory(ttgl.float32, [BM, BN], blackwell.TensorMemoryLayout((BM, BN), 1))
+    TILE_BYTES: ttgl.constexpr = (BM * BK + BK * BN) * 2
+    tiles_n = ttgl.cdiv(N, BN)
+    num_tiles = ttgl.cdiv(M, BM) * tiles_n
+    cnt = 0
+    acc_phase = 0
+    for tile in range(ttgl.program_id(0), num_tiles, ttgl.num_programs(0)):
+        off_m = (tile // tiles_n) * BM
+        off_n = (tile % tiles_n) * BN
+        for k in range(ttgl.cdiv(K, BK)):
+            s = cnt % STAGES
+            mbarrier.wait(empty.index(s), ((cnt // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), TILE_BYTES)
+            TMA_LOAD(a_desc, [off_m, k * BK], ready.index(s), a_s.index(s))
+            TMA_LOAD(b_desc, [k * BK, off_n], ready.index(s), b_s.index(s))
+            mbarrier.wait(ready.index(s), (cnt // STAGES) & 1)
+            blackwell.tcgen05_mma(a_s.index(s), b_s.index(s), acc, use_acc=k > 0, mbarriers=[empty.index(s)])
+            cnt += 1
+        blackwell.tcgen05_commit(acc_bar.index(0))
+        mbarrier.wait(acc_bar.index(0), acc_phase)
+        acc_phase ^= 1
+        _tmem_epilogue(c_desc, acc, off_m, off_n, BM, BN, 4)
+    for i in ttgl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(i))
+        mbarrier.invalidate(empty.index(i))
+    mbarrier.invalidate(acc_bar.index(0))
+
+
+@gluon.jit
+def tut_persistent_wgmma_matmul(a_desc, b_desc, c_desc, M, N, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
+                                BK: ttgl.constexpr):
+    # Persistent C = A @ B on sm_90a with a two-stage ring: the next K step's TMA load is
+    # issued before this step's wgmma, into the stage the previous (fully waited) wgmma
+    # used; the ring counter and its phases carry across tiles.
+    a_s = ttgl.allocate_shared_memory(ttgl.float16, [2, BM, BK], a_desc.layout)
+    b_s = ttgl.allocate_shared_memory(ttgl.float16, [2, BK, BN], b_desc.layout)
+    ready = ttgl.allocate_shared_memory(ttgl.int64, [2, 1], mbarrier.MBarrierLayout())
+    for i in ttgl.static_range(2):
+        mbarrier.init(ready.index(i), count=1)
+    TILE_BYTES: ttgl.constexpr = (BM * BK + BK * BN) * 2
+    acc_layout: ttgl.constexpr = ttgl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
+                                                             instr_shape=[16, BN, 16])
+    tiles_n = ttgl.cdiv(N, BN)
+    num_tiles = ttgl.cdiv(M, BM) * tiles_n
+    num_k = ttgl.cdiv(K, BK)
+    cnt = 0
+    for tile in range(ttgl.program_id(0), num_tiles, ttgl.num_programs(0)):
+        off_m = (tile // tiles_n) * BM
+        off_n = (tile % tiles_n) * BN
+        s0 = cnt % 2
+        mbarrier.expect(ready.index(s0), TILE_BYTES)
+        TMA_LOAD(a_desc, [off_m, 0], ready.index(s0), a_s.index(s0))
+        TMA_LOAD(b_desc, [0, off_n], ready.index(s0), b_s.index(s0))
+        acc = ttgl.zeros([BM, BN], ttgl.float32, acc_layout)
+        for k in range(num_k):
+            s = cnt % 2
+            sn = (cnt + 1) % 2
+            more = k + 1 < num_k
+            mbarrier.expect(ready.index(sn), TILE_BYTES, pred=more)
+            TMA_LOAD(a_desc, [off_m, (k + 1) * BK], ready.index(sn), a_s.index(sn), pred=more)
+            TMA_LOAD(b_desc, [(k + 1) * BK, off_n], ready.index(sn), b_s.index(sn), pred=more)
+            mbarrier.wait(ready.index(s), (cnt // 2) & 1)
+            acc = hopper.warpgroup_mma(a_s.index(s), b_s.index(s), acc, is_async=True)
+            acc = hopper.warpgroup_mma_wait(num_outstanding=0, deps=[acc])
+            cnt += 1
+        _epilogue_tma_store(c_desc, acc, off_m, off_n, BM, BN)
+    for i in ttgl.static_range(2):
+        mbarrier.invalidate(ready.index(i))
+
+
+@gluon.jit
+def tut_cp_async_copy(inp, out, n_rows, BR: ttgl.constexpr, BC: ttgl.constexpr):
+    # Ampere-style pipeline: row blocks of `inp` are cp.async'ed into a 2-stage ring one
+    # block ahead; wait_group(1) retires the block about to be read; each block is
+    # loaded from shared memory and written to `out`.
+    L: ttgl.constexpr = ttgl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    smem = ttgl.allocate_shared_memory(ttgl.float16, [2, BR, BC], ttgl.SwizzledSharedLayout(8, 1, 1, [1, 0]))
+    rows = ttgl.arange(0, BR, ttgl.SliceLayout(1, L))[:, None]
+    cols = ttgl.arange(0, BC, ttgl.SliceLayout(0, L))[None, :]
+    nb = ttgl.cdiv(n_rows, BR)
+    CP_ASYNC(smem.index(0), inp + rows * BC + cols)
+    cp.commit_group()
+    for i in range(nb):
+        nxt = i + 1
+        CP_ASYNC(smem.index(nxt % 2), inp + (nxt * BR + rows) * BC + cols, mask=(nxt * BR + rows < n_rows) & (cols < BC))
+        cp.commit_group()
+        cp.wait_group(1)
+        val = smem.index(i % 2).load(L)
+        ttgl.store(out + (i * BR + rows) * BC + cols, val)
+    cp.wait_group(0)
+
+
+@gluon.jit
+def tut_tma_store_ring(out_desc, n_tiles, BM: ttgl.constexpr, BN: ttgl.constexpr):
+    # Double-buffered TMA stores: tile i (filled with the value i) is written into stage
+    # i % 2 after store_wait(1) has retired the store that last read that stage; a
+    # fence orders the generic writes before the TMA read.
+    smem = ttgl.allocate_shared_memory(ttgl.float16, [2, BM, BN], out_desc.layout)
+    L: ttgl.constexpr = ttgl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
+    for i in range(n_tiles):
+        s = i % 2
+        tma.store_wait(1)
+        smem.index(s).store(ttgl.full([BM, BN], 0, ttgl.float16, L) + i.to(ttgl.float16))
+        fence_async_shared()
+        TMA_STORE(out_desc, [i * BM, 0], smem.index(s))
+    tma.store_wait(0)
+
+
+# =======================================================================================
 # The table: kernels, their arguments, variants and expected verdicts
 # =======================================================================================
 
@@ -1242,6 +1585,46 @@ SPECS: list[Spec] = [
          [ptr("a_ptr", "fp16", (XB, 512)), scalar("K", 512)], fail_ok("outstanding_reads", M_R, ok_name="valid_ours")),
 ]
 
+MM = dict(M=256, N=256, K=512, BM=128, BN=128, BK=64)
+
+
+def mm_args(M, N, K, BM, BN, BK, scalars=("K", )):
+    vals = {"M": M, "N": N, "K": K}
+    return [desc("a_desc", "fp16", (M, K), (BM, BK)), desc("b_desc", "fp16", (K, N), (BK, BN)),
+            desc("c_desc", "fp16", (M, N), (BM, BN))] + [scalar(n, vals[n]) for n in scalars]
+
+
+def clean(**cx):
+    return [Variant("clean", cx, "clean")]
+
+
+MM_REF = {"c_desc": "a_desc @ b_desc"}
+TUTORIAL_SPECS: list[Spec] = [
+    Spec("tma_copy", tut_tma_copy, "", H, [desc("in_desc", "fp16", (512, 256), T128), desc("out_desc", "fp16", (512, 256), T128)],
+         clean(BM=XB, BN=XB), grid=(4, 2), ref={"out_desc": "in_desc"}, kind="tutorial"),
+    Spec("wgmma_pipelined", tut_wgmma_pipelined, "", (90, ), mm_args(**MM), clean(BM=128, BN=128, BK=64, STAGES=3),
+         grid=(2, 2), ref=MM_REF, kind="tutorial"),
+    Spec("tcgen05_pipelined", tut_tcgen05_pipelined, "", (100, ), mm_args(**MM), clean(BM=128, BN=128, BK=64, STAGES=3),
+         grid=(2, 2), ref=MM_REF, kind="tutorial"),
+    Spec("ws_tcgen05_matmul", tut_ws_tcgen05_matmul, "", (100, ), mm_args(**MM), clean(BM=128, BN=128, BK=64, STAGES=3),
+         grid=(2, 2), ref=MM_REF, kind="tutorial"),
+    Spec("ws_wgmma_matmul", tut_ws_wgmma_matmul, "", (90, ), mm_args(**MM), clean(BM=128, BN=128, BK=64, STAGES=3),
+         grid=(2, 2), ref=MM_REF, kind="tutorial"),
+    Spec("persistent_tcgen05_matmul", tut_persistent_tcgen05_matmul, "", (100, ),
+         mm_args(512, 512, 256, 128, 128, 64, scalars=("M", "N", "K")), clean(BM=128, BN=128, BK=64, STAGES=3),
+         grid=(4, ), ref=MM_REF, kind="tutorial"),
+    Spec("persistent_wgmma_matmul", tut_persistent_wgmma_matmul, "", (90, ),
+         mm_args(512, 512, 256, 128, 128, 64, scalars=("M", "N", "K")), clean(BM=128, BN=128, BK=64),
+         grid=(4, ), ref=MM_REF, kind="tutorial"),
+    Spec("cp_async_copy", tut_cp_async_copy, "", H, [ptr("inp", "fp16", (512, 64)), ptr("out", "fp16", (512, 64)),
+                                                     scalar("n_rows", 512)], clean(BR=64, BC=64), ref={"out": "inp"},
+         kind="tutorial"),
+    Spec("tma_store_ring", tut_tma_store_ring, "", H, [desc("out_desc", "fp16", (512, 128), (64, 128)), scalar("n_tiles", 8)],
+         clean(BM=64, BN=128),
+         ref={"out_desc": "torch.arange(8, dtype=torch.float32).repeat_interleave(64)[:, None].expand(512, 128)"},
+         kind="tutorial"),
+]
+
 
 # =======================================================================================
 # Compiling
@@ -1357,13 +1740,14 @@ def alloc_module(ttgir: str, cap: int) -> str:
     ptx = get_ptx_version_from_options(opts, be.target.arch)
     nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, cap, ptx)
     nvidia.passes.ttnvgpuir.add_allocate_tensor_memory(pm)
-    if V36:
-        nvidia.passes.ttgpuir.add_membar(pm)
-        pm.run(mod)
-    else:
+    if not V36:  # 3.6 has no separate membar pass (it runs inside add_to_llvmir): allocation only
         nvidia.passes.ttgpuir.add_membar(pm, cap, ptx)
-        pm.run(mod, "alloc")
+    pm.run(mod, "alloc")
     return str(mod)
+
+
+ALLOC_PASSES = (["allocate-warp-groups", "allocate-shared-memory-nv", "triton-tensor-memory-allocation"] +
+                ([] if V36 else ["triton-nvidia-gpu-membar"]))
 
 
 def module_shared(text: str):
@@ -1415,6 +1799,7 @@ def run_one(spec: Spec, variant: Variant, cap: int, vdir: Path, root: Path) -> d
         alloc = alloc_module(ttgir, cap)
         (vdir / f"{stem}.alloc.mlir").write_text(alloc)
         rec["alloc_shared"] = module_shared(alloc)
+        rec["alloc_passes"] = ALLOC_PASSES
     except Exception as exc:  # noqa: BLE001
         rec["alloc_error"] = first_line(exc)
     return rec
@@ -1460,7 +1845,6 @@ def main(argv=None) -> int:
     return 0
 
 
-TUTORIAL_SPECS: list[Spec] = []
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -225,13 +225,21 @@ def tolerance(rec: dict) -> float:
     return 3e-2 if ("bfloat16" in dts or any("float8" in d for d in dts)) else 1e-2
 
 
-def check(torch, rec: dict, tensors: dict) -> tuple[str, float]:
+def check(torch, rec: dict, tensors: dict) -> tuple[str, float, dict]:
     out, ref = reference(torch, rec, tensors)
     out = out.float()
-    if not torch.isfinite(out).all():
-        return "wrong", float("inf")
-    err = ((out - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
-    return ("correct" if err < tolerance(rec) else "wrong"), err
+    finite = torch.isfinite(out)
+    detail = {"elements": out.numel(), "nonfinite": int((~finite).sum())}
+    diff = torch.where(finite, (out - ref).abs(), torch.full_like(out, float("inf")))
+    scale = ref.abs().max().clamp_min(1e-6)
+    detail["wrong_elements"] = int((diff / scale >= tolerance(rec)).sum())
+    if detail["nonfinite"]:
+        rows = (~finite).reshape(-1, out.shape[-1]).any(dim=1)
+        detail["nonfinite_rows"] = int(rows.sum())
+        detail["first_nonfinite_row"] = int(rows.nonzero()[0, 0])
+    err = (diff.max() / scale).item()
+    outcome = "correct" if err < tolerance(rec) else "wrong"
+    return outcome, (err if math.isfinite(err) else None), detail  # None: see detail["nonfinite"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -297,7 +305,7 @@ def run_record(corpus: Path, rec: dict, reps: int, sleep_cycles: int) -> dict:
     if a != b:
         res["ttgir_diff"] = first_diff(a, b)
     res["shared"] = getattr(k.metadata, "shared", None)
-    res["outcome"], res["max_rel_err"] = check(torch, rec, tensors)
+    res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors)
     res["kernel_us"], host = time_launches(torch, lambda: fn[grid](*args, **kwargs), reps, sleep_cycles)
     res["host_us"] = host
     return res
@@ -320,7 +328,7 @@ def run_edit(corpus: Path, ttgir_path: Path, rec: dict, reps: int, sleep_cycles:
     print(READY_TAG, flush=True)
     k[grid](*args)
     torch.cuda.synchronize()
-    res["outcome"], res["max_rel_err"] = check(torch, rec, tensors)
+    res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors)
     res["kernel_us"], res["host_us"] = time_launches(torch, lambda: k[grid](*args), reps, sleep_cycles)
     return res
 

@@ -97,16 +97,14 @@ def _make_tensor(torch, a, is_output, gen):
     return torch.randint(-1000, 1000, a["shape"], generator=gen, device="cuda", dtype=dt)
 
 
-def run_kernel(rec: dict, progress, env: dict) -> dict:
+def run_kernel(rec: dict, progress, env: dict, out: dict) -> dict:
+    """Fills `out` as it goes, so a failure keeps what was learnt before it."""
     import torch
     from kernels.triton import gluon_corpus as gc
 
     spec = next(s for s in gc.all_specs() if rec["kernel"].startswith(s.name + "-") and
                 any(rec["kernel"] == f"{s.name}-{v.name}" for v in s.variants))
     variant = next(v for v in spec.variants if rec["kernel"] == f"{spec.name}-{v.name}")
-    out = {"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **env, "kind": "gluon",
-           "kernel": rec["kernel"], "target": rec["target"], "file": rec["file"], "expected": rec["expected"],
-           "pair": rec["pair"]}
     gen = torch.Generator(device="cuda").manual_seed(1234)
     tensors = {}
 
@@ -170,12 +168,13 @@ def worker(names: list[str], out_path: Path, progress_path: Path, env: dict) -> 
             progress_path.write_text(json.dumps({"kernel": _n, "stage": stage, "t": time.time()}))
 
         progress("start")
+        res = {"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **env, "kind": "gluon",
+               "kernel": rec["kernel"], "target": rec["target"], "file": rec["file"], "expected": rec["expected"],
+               "pair": rec["pair"]}
         try:
-            res = run_kernel(rec, progress, env)
+            run_kernel(rec, progress, env, res)
         except Exception as exc:  # noqa: BLE001  (what Triton or CUDA said is the record)
-            res = {"schema": 1, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **env, "kind": "gluon",
-                   "kernel": rec["kernel"], "target": rec["target"], "file": rec["file"], "expected": rec["expected"],
-                   "pair": rec["pair"], "outcome": "error", "error": f"{type(exc).__name__}: {str(exc)[:600]}"}
+            res.update(outcome="error", error=f"{type(exc).__name__}: {str(exc)[:600]}")
         with out_path.open("a") as f:
             f.write(json.dumps(res) + "\n")
         progress("done")

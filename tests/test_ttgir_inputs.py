@@ -164,13 +164,13 @@ CASES: list[tuple[str, str, Any, Any, Any, tuple[str, ...]]] = [
     # ops the reader does not model
     ("an unknown op", S3, sub("ttg.local_load %a_91", "ttg.local_loadx %a_91"), None, None,
      ("line 115", "ttg.local_loadx", "not an op the reader models")),
-    ("gpu.barrier", S3, insert_after("%a_90 = ttg.async_wait", "      gpu.barrier"), None, None, ("line 114", "gpu.barrier")),
-    ("ttg.local_store", S3, insert_after("%a_36 = ttg.memdesc_index",
-                                         "    ttg.local_store %cst_0, %a_36 : tensor<64x32xf16, #blocked> -> "
-                                         "!ttg.memdesc<64x32xf16, #shared, #smem, mutable>"),
-     None, None, ("ttg.local_store",)),
-    ("scf.if", S3, insert_after("%a_90 = ttg.async_wait", "      scf.if %acc_86 {\n      }"), None, None,
-     ("line 114", "scf.if")),
+    ("an op of a unit the reader lacks", S3, insert_after("%a_90 = ttg.async_wait", "      ttng.cluster_arrive {relaxed = false}"),
+     None, None, ("line 114", "ttng.cluster_arrive", "not an op the reader models")),
+    ("scf.while", S3, insert_after("%a_90 = ttg.async_wait", "      scf.while : () -> () {\n      }"), None, None,
+     ("line 114", "scf.while")),
+    ("scf.if on a value the reader cannot evaluate", S3,
+     insert_after("%a_90 = ttg.async_wait", "      %x = arith.constant 1.0 : f32\n      %flag = arith.cmpf olt, %x, %x : f32\n      scf.if %flag {\n      }"),
+     None, None, ("line 116", "scf.if on %flag", "cannot evaluate")),
     # invalid SSA and values without meaning
     ("a duplicated line", S3, dup("%a_39 = ttg.async_copy_global_to_local"), None, None, ("%a_39", "defined twice")),
     ("no scf.yield", S3, drop("scf.yield"), None, None, ("scf.yield", "carries 9")),

@@ -136,7 +136,8 @@ def build(cfg: PipelineConfig) -> Schedule:
         if wgmma:
             ops += [Wgmma(m=cfg.BLOCK_M, n=cfg.BLOCK_N, k_elems=cfg.BLOCK_K,
                           reads=(Access("a", read, f"a#{i}"), Access("b", read, f"b#{i}"))),
-                    WgmmaCommit(), WgmmaWait(n=1 + cfg.pendings_delta)]
+                    WgmmaCommit(), WgmmaWait(n=1 + cfg.pendings_delta),
+                    CtaSync()]  # membar (Triton 3.9's pass, printed): the refill rewrites a buffer the wgmma read
         else:
             ops += [LocalLoad(bytes=a_bytes // 2, src=Access("a", read, f"a#{i}")),
                     LocalLoad(bytes=b_bytes // 2, src=Access("b", read, f"b#{i}")),

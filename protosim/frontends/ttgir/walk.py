@@ -1,0 +1,752 @@
+"""The walk: execute the kernel's scalar arithmetic with the launch's values, unroll its
+loops, take the branch an ``scf.if`` takes, and emit each role's schedule ops.
+
+A kernel without ``ttg.warp_specialize`` is SPMD: one role, every warp running the same
+stream.  With it, the ``default`` region and each ``partitionN`` are roles of their own
+(``num_warps(W)`` warps each); the code around the op runs in the default role, and all
+roles meet at a CTA barrier where the op starts and where it ends (the workers are
+released into their partitions, and the op returns once every partition has finished).
+
+The membar rule stands in for Triton's barrier-insertion pass: within a role, a barrier
+among its warps goes between a synchronous shared-memory write (``local_alloc %v``,
+``local_store``) and any later reader of that buffer (``local_load``, wgmma and tcgen05
+operands, a TMA store, ``tmem_copy``), and between a read and a later write of it; and
+after every ``async_wait`` (the copies other threads made become visible).  Explicit
+barriers (``gpu.barrier`` / ``ttg.barrier``, in Gluon code or in IR printed after
+Triton's membar pass) are kept.  Which data a read expects is decided afterwards, by
+:mod:`protosim.frontends.ttgir.contents`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
+from protosim.frontends.ttgir.text import (
+    _LOOP,
+    _OPERAND,
+    DEFAULT_MAX_OPS,
+    MemDesc,
+    Stmt,
+    Ttgir,
+    TtgirError,
+    _err,
+    _int,
+)
+from protosim.ir import (
+    WARP_PART,
+    Access,
+    Arrive,
+    ArriveExpectTx,
+    BulkCommit,
+    BulkWait,
+    CpAsync,
+    CpAsyncCommit,
+    CpAsyncWait,
+    CtaSync,
+    Fence,
+    LocalLoad,
+    MbarInit,
+    Mma,
+    MmaCommit,
+    MmaSync,
+    NamedBarrierSync,
+    Op,
+    SmemStore,
+    TmaLoad,
+    TmaStore,
+    TmemCopy,
+    TmemLoad,
+    TmemStore,
+    Wait,
+    WaitLd,
+    WaitSt,
+    Wgmma,
+    WgmmaCommit,
+    WgmmaWait,
+)
+from protosim.pipeline import UseCounter
+
+ROLE = "warps"
+"""The one role of an SPMD kernel."""
+
+VIEW_OPS = ("ttg.memdesc_index", "ttg.memdesc_subview", "ttg.memdesc_subslice", "ttg.memdesc_trans",
+            "ttg.memdesc_reshape", "ttg.memdesc_reinterpret", "ttng.tmem_subslice")
+"""Ops whose result is a view of (a stage of) a buffer: the view names the same storage."""
+
+_EMITS = {"ttg.async_copy_global_to_local": 1, "ttg.async_commit_group": 1, "ttg.async_wait": 2, "ttg.local_load": 1,
+          "tt.dot": 1, "ttng.warp_group_dot": 2, "ttng.warp_group_dot_wait": 1, "ttng.init_barrier": 1,
+          "ttng.tmem_load": 2, "ttng.tmem_store": 2, "ttg.local_store": 1}
+"""Schedule ops a statement always emits (predicated ones count 0): a lower bound for a loop body."""
+
+
+@dataclass
+class Role:
+    """One role's emission state: its ops and the membar rule's bookkeeping."""
+
+    name: str
+    warps: int
+    index: int
+    named_barrier: int | None
+    """``None``: the role is the whole CTA (``bar.sync 0``); else its named barrier id."""
+    ops: list[Op] = field(default_factory=list)
+    read_since_sync: set[str] = field(default_factory=set)
+    written_since_sync: set[str] = field(default_factory=set)
+    uses: UseCounter = field(default_factory=UseCounter)
+    """This role's fills / arrivals per mbarrier (each role counts its own: UseCounter's contract)."""
+    waits: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per mbarrier: (waits so far, the phase offset the first wait's parity set)."""
+    mma_reads: list[Access] = field(default_factory=list)
+    """Shared memory read by the role's uncommitted wgmma groups (the membar rule's view of them)."""
+
+
+def _ws_stmt(body: list[Stmt]) -> Stmt | None:
+    for st in body:
+        if st.op == "ttg.warp_specialize":
+            return st
+        for reg in st.regions:
+            found = _ws_stmt(reg.stmts)
+            if found:
+                return found
+    return None
+
+
+class Walker:
+    """Walks one CTA's program: every CTA of a Triton launch runs the same ops (the
+    program id only moves its global addresses), so one walk serves all."""
+
+    def __init__(self, mod: Ttgir, launch: dict[str, Any], max_ops: int = DEFAULT_MAX_OPS, ctas: int = 1,
+                 launch_name: str = "the launch file"):
+        self.mod = mod
+        self.env: dict[str, Any] = {}
+        for a in mod.args:
+            if isinstance(launch.get(a), int):  # integer arguments (check_launch has vetted them)
+                self.env["%" + a] = int(launch[a])
+        self.views: dict[str, tuple[str, int, tuple[int, int] | None]] = {}
+        self.writes: dict[str, int] = {}
+        self.barrier_counts: dict[str, int] = {}
+        self.inits_unsynced = False
+        self.launch = launch
+        self.launch_name = launch_name
+        self.max_ops = max_ops
+        self.ctas = ctas
+        self.iterations = 0
+        self.defined: dict[str, Stmt] = {}
+        ws = _ws_stmt(mod.body)
+        if ws is None:
+            self.roles = [Role(ROLE, mod.num_warps, 0, None)]
+        else:
+            parts = [r for r in ws.regions if r.label.startswith("partition")]
+            self.roles = [Role("default", mod.num_warps, 0, 1)]
+            for i, r in enumerate(parts):
+                if r.warps is None or not 1 <= r.warps <= 32:
+                    raise self.err(ws, f"{r.label} of ttg.warp_specialize has no num_warps(W) from 1 to 32: the line "
+                                   f"at {r.line} is cut or hand-edited")
+                self.roles.append(Role(r.label, r.warps, i + 1, 2 + i))
+        self.role = self.roles[0]
+        self.ws_seen: Stmt | None = None
+
+    # -- errors and the bound on work ----------------------------------------------
+    def err(self, st: Stmt, message: str) -> TtgirError:
+        return _err(self.mod.path, st.line, message)
+
+    @property
+    def ops(self) -> list[Op]:
+        return self.role.ops
+
+    @property
+    def op_count(self) -> int:
+        return sum(len(r.ops) for r in self.roles)
+
+    @property
+    def cost(self) -> int:
+        return self.op_count * self.ctas + self.iterations
+
+    def over(self, st: Stmt, what: str, total: int) -> TtgirError:
+        return self.err(st, f"{what}: about {total:,} schedule ops ({self.ctas:,} CTA(s); one more per loop iteration), "
+                        f"above the limit of {self.max_ops:,}; give a smaller launch in {self.launch_name} (a smaller K, "
+                        "fewer ctas) or raise the limit: read(..., max_ops=N), protosim --max-ops N")
+
+    # -- values -------------------------------------------------------------
+    def value(self, token: str, st: Stmt) -> Any:
+        if token in self.env:
+            return self.env[token]
+        base = token.split("#")[0]
+        missing = self.missing_args(token, set())
+        if missing:
+            raise self.err(st, f"{st.op} needs the value of {token}, which depends on kernel argument(s) "
+                           f"{', '.join(missing)} the launch did not give; pass them in {self.launch_name} "
+                           f"(e.g. {{\"{missing[0]}\": ...}}) -- arguments: {', '.join(self.mod.args)}")
+        if base in self.defined:
+            d = self.defined[base]
+            raise self.err(st, f"{st.op} needs the value of {token}, the result of {d.op} at line {d.line}, which is not "
+                           "a scalar integer the reader evaluates (a tensor, a float, or an op it does not evaluate)")
+        raise self.err(st, f"{st.op} uses {token}, which is never defined before it: not valid TTGIR "
+                       "(a line deleted or cut?)")
+
+    def missing_args(self, token: str, seen: set[str]) -> list[str]:
+        """The kernel arguments without a launch value that *token* is computed from."""
+        base = token.split("#")[0]
+        if token in self.env or base in seen:
+            return []
+        seen.add(base)
+        if base.lstrip("%") in self.mod.args:
+            return [base.lstrip("%")]
+        d = self.defined.get(base)
+        if d is None:
+            return []
+        out: list[str] = []
+        for o in _OPERAND.findall(d.rest):
+            out += [a for a in self.missing_args(o, seen) if a not in out]
+        return out
+
+    def known(self, token: str) -> bool:
+        return token in self.env
+
+    def bind(self, st: Stmt, value: Any) -> None:
+        if st.results:
+            self.env[st.results[0].split(":")[0]] = value
+
+    def predicate(self, st: Stmt, token: str | None) -> bool:
+        """An op's ``i1`` predicate: true when absent; its value when the walk knows it."""
+        if token is None:
+            return True
+        if token not in self.env:
+            raise self.err(st, f"{st.op} is predicated on {token}, whose value the reader cannot evaluate (it comes from "
+                           "a tensor or a loaded value): the op may or may not run; please report the kernel")
+        return bool(self.env[token])
+
+    def scalar(self, st: Stmt) -> None:
+        ops = _OPERAND.findall(st.rest)
+        if "tensor<" in st.rest or "!tt.ptr" in st.rest.split(":")[-1]:
+            return  # tensors and pointers are not modelled
+        t = _ITYPE.search(st.rest)
+        bits = _bits(t.group(2) or t.group(1)) if t else 64
+        src_bits = _bits(t.group(1)) if t else 64
+        if st.op == "arith.constant":
+            m = re.match(r'\s*(-?\d+|true|false)\s*:\s*(i\d{1,3}|index)\s*$', st.rest)
+            if m:
+                v = m.group(1)
+                self.bind(st, {"true": 1, "false": 0}[v] if v in ("true", "false")
+                          else _wrap(_int(v, self.mod.path, st.line, "arith.constant"), bits))
+            return
+        if st.op in _BIN and len(ops) >= 2 and all(self.known(o) for o in ops[:2]):
+            a, b = self.env[ops[0]], self.env[ops[1]]
+            if st.op in _DIVIDES and b == 0:
+                raise self.err(st, f"{st.op} divides by {ops[1]} = 0: the kernel divides by zero with this launch; "
+                               f"check the values in {self.launch_name}")
+            if st.op in _UNSIGNED:
+                a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
+            self.bind(st, _wrap(_BIN[st.op](a, b), bits))
+        elif st.op == "arith.cmpi" and len(ops) >= 2 and all(self.known(o) for o in ops[:2]):
+            pred = st.rest.strip().split(",")[0].strip()
+            if pred not in _CMP:
+                raise self.err(st, f"arith.cmpi predicate {pred!r} is not one of {', '.join(_CMP)}")
+            a, b = self.env[ops[0]], self.env[ops[1]]
+            if pred.startswith("u"):
+                a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
+            self.bind(st, int(_CMP[pred](a, b)))
+        elif st.op == "arith.select" and len(ops) >= 3 and all(self.known(o) for o in ops[:3]):
+            self.bind(st, self.env[ops[1]] if self.env[ops[0]] else self.env[ops[2]])
+        elif st.op in ("arith.extsi", "arith.index_cast") and ops and self.known(ops[0]):
+            self.bind(st, self.env[ops[0]])
+        elif st.op in ("arith.extui", "arith.index_castui") and ops and self.known(ops[0]):
+            v = self.env[ops[0]]
+            self.bind(st, v & ((1 << src_bits) - 1) if v < 0 else v)
+        elif st.op == "arith.trunci" and ops and self.known(ops[0]):
+            self.bind(st, _wrap(self.env[ops[0]], bits))
+
+    # -- storage ----------------------------------------------------------------
+    def view_of(self, token: str, st: Stmt) -> tuple[str, int, tuple[int, int] | None]:
+        """(buffer, stage, TMEM columns) a memdesc value names."""
+        if token in self.views:
+            return self.views[token]
+        name = token.lstrip("%")
+        if name in self.mod.allocs:
+            return name, 0, None
+        raise self.err(st, f"{st.op} on {token}, which is no shared-memory or TMEM buffer the reader knows "
+                       "(a ttg.local_alloc / ttng.tmem_alloc or a view of one)")
+
+    def buffer_of(self, token: str, st: Stmt) -> tuple[str, int]:
+        buf, stage, _ = self.view_of(token, st)
+        return buf, stage
+
+    def alloc(self, buf: str) -> MemDesc:
+        return self.mod.allocs[buf]
+
+    def is_memdesc(self, token: str) -> bool:
+        return token in self.views or token.lstrip("%") in self.mod.allocs
+
+    def barrier_of(self, token: str, st: Stmt) -> str:
+        buf, idx = self.buffer_of(token, st)
+        if not self.alloc(buf).barrier:
+            raise self.err(st, f"{st.op} on {token}, a {self.alloc(buf).elem} buffer: an mbarrier is an i64 "
+                           "allocation (ttg.local_alloc ... memdesc<Nx1xi64>)")
+        return f"{buf}[{idx}]"
+
+    def initialized(self, name: str, st: Stmt) -> None:
+        if name not in self.barrier_counts:
+            raise self.err(st, f"{st.op} uses mbarrier {name} before any ttng.init_barrier of it: not a kernel Triton "
+                           "wrote (a line deleted?)")
+
+    def operands(self, st: Stmt, n: int, form: str) -> list[str]:
+        ops = _OPERAND.findall(st.rest.split(" : ")[0])
+        if len(ops) < n:
+            raise self.err(st, f"{st.op} needs {n} operand(s) ({form}); found {len(ops)}: the line is cut or hand-edited")
+        return ops
+
+    def attr(self, st: Stmt, pattern: str, what: str, low: int = 0) -> int:
+        m = re.search(pattern, st.rest)
+        if not m:
+            raise self.err(st, f"{st.op} without its {what}: the line is cut or hand-edited")
+        v = _int(m.group(1), self.mod.path, st.line, f"{st.op} {what}")
+        if v < low:
+            raise self.err(st, f"{st.op} {what} = {v}: must be >= {low}")
+        return v
+
+    def result(self, st: Stmt) -> str:
+        if not st.results:
+            raise self.err(st, f"{st.op} without a result: not valid TTGIR")
+        return st.results[0].split(":")[0]
+
+    def content(self, buf: str) -> str:
+        """The next write into ``buf``: ``buf#n``."""
+        n = self.writes.get(buf, 0)
+        self.writes[buf] = n + 1
+        return f"{buf}#{n}"
+
+    def access(self, token: str, st: Stmt, write: bool = False, part: int | None = None) -> Access:
+        buf, stage, cols = self.view_of(token, st)
+        return Access(buf, stage, self.content(buf) if write else "", part, columns=cols)
+
+    # -- the membar rule ---------------------------------------------------------
+    def sync(self) -> None:
+        r = self.role
+        r.ops.append(CtaSync() if r.named_barrier is None
+                     else NamedBarrierSync(barrier_id=r.named_barrier, threads=32 * r.warps))
+        r.read_since_sync.clear()
+        r.written_since_sync.clear()
+
+    def before_write(self, buf: str) -> None:
+        if buf in self.role.read_since_sync or buf in self.role.written_since_sync:
+            self.sync()  # membar: a write after other warps' reads (or writes) of the same buffer
+
+    def before_read(self, buf: str) -> None:
+        if buf in self.role.written_since_sync:
+            self.sync()  # membar: a read of what other warps wrote (synchronously)
+
+    def read_by_warps(self, buf: str) -> None:
+        self.before_read(buf)
+        self.role.read_since_sync.add(buf)
+
+    def written_by_warps(self, buf: str) -> None:
+        self.before_write(buf)
+        self.role.written_since_sync.add(buf)
+
+    def wait_use(self, name: str, parity: int) -> int:
+        """The phase a role's wait is for: its n-th wait on the barrier waits for phase
+        n, or n - 1 when its first wait passed parity 1 (a producer's wait for a free
+        slot, which passes at once on a fresh barrier).  A later wait whose parity breaks
+        that alternation is what ``wrong_parity`` reports."""
+        n, offset = self.role.waits.get(name, (0, -(parity & 1)))
+        self.role.waits[name] = (n + 1, offset)
+        return n + offset
+
+    # -- statements -------------------------------------------------------------
+    def run(self, stmts: list[Stmt]) -> None:
+        for st in stmts:
+            self.stmt(st)
+
+    def stmt(self, st: Stmt) -> None:
+        op, rest = st.op, st.rest
+        for r in st.results:
+            self.defined[r.split(":")[0]] = st
+        if self.inits_unsynced and op.startswith("ttng.") and op != "ttng.init_barrier":
+            self.sync()  # membar: one thread's mbarrier.init, then everyone may use the barrier
+            self.inits_unsynced = False
+        handler = _HANDLERS.get(op)
+        if handler is not None:
+            handler(self, st)
+        elif op.startswith("arith."):
+            self.scalar(st)
+
+    # views ---------------------------------------------------------------------
+    def memdesc_view(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%source")
+        buf, stage, cols = self.view_of(ops[0], st)
+        if st.op == "ttg.memdesc_index":
+            ops = self.operands(st, 2, "%buffer[%index]")
+            idx = self.value(ops[1], st)
+            stages = self.alloc(buf).stages
+            if stage != 0 or not 0 <= idx < stages:
+                raise self.err(st, f"ttg.memdesc_index {ops[0]}[{ops[1]}]: index {idx} with this launch, but %{buf} "
+                               f"has {stages} stage(s) (0..{stages - 1}): a stage outside its buffer")
+            stage = idx
+        elif st.op == "ttng.tmem_subslice":
+            n = self.attr(st, r'N\s*=\s*(\d+)', "{N = column} attribute")
+            width = re.findall(r'memdesc<(?:\d+x)*(\d+)x\w+', st.rest)
+            lo = (cols[0] if cols else 0) + n * max(1, self.alloc(buf).columns // max(1, self.alloc(buf).tile[-1]))
+            cols = (lo, lo + (int(width[-1]) if width else 1))
+        self.views[self.result(st)] = (buf, stage, cols)
+
+    # shared memory -----------------------------------------------------------------
+    def local_alloc(self, st: Stmt) -> None:
+        if not st.rest.lstrip().startswith("%"):
+            return  # an allocation without a value: storage only (parse() declared it)
+        buf = self.result(st).lstrip("%")
+        self.written_by_warps(buf)
+        md = self.alloc(buf)
+        self.ops.append(SmemStore(bytes=max(1, md.stage_bytes // self.role.warps),
+                                  dst=Access(buf, 0, self.content(buf), WARP_PART)))
+
+    def local_store(self, st: Stmt) -> None:
+        ops = self.operands(st, 2, "%value, %destination")
+        buf, stage = self.buffer_of(ops[1], st)
+        self.written_by_warps(buf)
+        md = self.alloc(buf)
+        self.ops.append(SmemStore(bytes=max(1, md.stage_bytes // self.role.warps),
+                                  dst=Access(buf, stage, self.content(buf), WARP_PART)))
+
+    def local_load(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%source")
+        buf, stage = self.buffer_of(ops[0], st)
+        self.read_by_warps(buf)
+        self.ops.append(LocalLoad(bytes=max(1, self.alloc(buf).stage_bytes // 2), src=Access(buf, stage)))
+
+    def async_copy(self, st: Stmt) -> None:
+        ops = self.operands(st, 2, "%pointers, %destination")
+        dst = next((o for o in ops[1:] if self.is_memdesc(o)), None)
+        if dst is None:
+            raise self.err(st, "ttg.async_copy_global_to_local without a shared-memory destination the reader knows")
+        buf, stage = self.buffer_of(dst, st)
+        self.before_write(buf)
+        md = self.alloc(buf)
+        self.ops.append(CpAsync(bytes=max(1, md.stage_bytes // self.role.warps),
+                                dst=Access(buf, stage, self.content(buf), WARP_PART), src=f"{buf}@{self.writes[buf] - 1}"))
+
+    def async_wait(self, st: Stmt) -> None:
+        n = self.attr(st, r'num\s*=\s*([-+]?\d+)', "{num = N} attribute")
+        self.ops.append(CpAsyncWait(n=n))
+        self.sync()  # membar: other threads' copies become visible after a barrier
+
+    def barrier(self, st: Stmt) -> None:
+        self.sync()
+
+    # MMAs ------------------------------------------------------------------------
+    def dot_shape(self, st: Stmt) -> tuple[int, int, int]:
+        """(M, N, K) from a dot's operand and result types."""
+        shapes = re.findall(r'(?:tensor|memdesc)<(\d+)x(\d+)x', st.rest)
+        if len(shapes) < 2:
+            raise self.err(st, f"cannot read the {st.op}'s operand shapes (tensor<MxK...> * tensor<KxN...>): the line is "
+                           "cut or hand-edited")
+        (m, k), (_, n) = shapes[0], shapes[1]
+        dims = [_int(d, self.mod.path, st.line, f"{st.op} shape") for d in (m, n, k)]
+        if min(dims) < 1:
+            raise self.err(st, f"{st.op} of shape {dims[0]}x{dims[1]}x{dims[2]}: every dimension must be >= 1")
+        return dims[0], dims[1], dims[2]
+
+    def dot(self, st: Stmt) -> None:
+        m, n, k = self.dot_shape(st)
+        self.ops.append(MmaSync(m=m, n=n, k_elems=k))
+
+    def warp_group_dot(self, st: Stmt) -> None:
+        ops = self.operands(st, 2, "%a, %b")
+        reads = []
+        for tok in ops[:2]:
+            if self.is_memdesc(tok):  # A may come from registers
+                buf, _ = self.buffer_of(tok, st)
+                self.read_by_warps(buf)
+                reads.append(self.access(tok, st))
+        m, n, k = self.dot_shape(st)
+        self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads)), WgmmaCommit()])
+
+    def warp_group_dot_wait(self, st: Stmt) -> None:
+        self.ops.append(WgmmaWait(n=self.attr(st, r'pendings\s*=\s*([-+]?\d+)', "{pendings = N} attribute")))
+
+    def tc_gen5_mma(self, st: Stmt) -> None:
+        head = st.rest.split(" : ")[0].split("{")[0]
+        ops = _OPERAND.findall(head)
+        if len(ops) < 3:
+            raise self.err(st, f"{st.op} needs %a, %b, %d operands; the line is cut or hand-edited")
+        a, b, d = ops[:3]
+        reads = []
+        for tok in (a, b):
+            if self.is_memdesc(tok):
+                buf, _ = self.buffer_of(tok, st)
+                self.before_read(buf)
+                reads.append(self.access(tok, st))
+        barriers = re.findall(r'(%[\w.\-]+)\[(%[\w.\-]+)\]', head)
+        pred = ops[4] if len(ops) > 4 and not self.is_memdesc(ops[4]) and ops[4] not in dict(barriers) else None
+        if not self.predicate(st, pred):
+            return
+        m, n, k = self.dot_shape(st)
+        if not self.is_memdesc(d):
+            raise self.err(st, f"{st.op}'s accumulator {d} is not a TMEM buffer the reader knows")
+        self.ops.append(Mma(m=m, n=n, k_elems=k, reads=tuple(reads), writes=(self.access(d, st, write=True),),
+                            issuer="one", accumulate=True))
+        for bar, bpred in barriers:
+            if self.predicate(st, bpred):
+                name = self.barrier_of(bar, st)
+                self.initialized(name, st)
+                self.ops.append(MmaCommit(barrier=name, use=self.role.uses.take(name), issuer="one"))
+
+    def tc_gen5_commit(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%barrier")
+        pred = ops[1] if len(ops) > 1 and not self.is_memdesc(ops[1]) else None
+        if not self.predicate(st, pred):
+            return
+        name = self.barrier_of(ops[0], st)
+        self.initialized(name, st)
+        self.ops.append(MmaCommit(barrier=name, use=self.role.uses.take(name), issuer="one"))
+
+    # TMEM ------------------------------------------------------------------------
+    def tmem_load(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%source")
+        src = self.access(ops[0], st, part=WARP_PART)
+        md = self.alloc(src.buffer)
+        self.ops.extend([TmemLoad(bytes=max(1, md.stage_bytes // self.role.warps), src=src), WaitLd()])
+
+    def tmem_store(self, st: Stmt) -> None:
+        ops = self.operands(st, 2, "%value, %destination")
+        dst_tok = next((o for o in ops[1:] if self.is_memdesc(o)), None)
+        if dst_tok is None:
+            raise self.err(st, "ttng.tmem_store without a TMEM destination the reader knows")
+        rest = [o for o in ops[ops.index(dst_tok) + 1:]]
+        if not self.predicate(st, rest[0] if rest else None):
+            return
+        dst = self.access(dst_tok, st, write=True, part=WARP_PART)
+        md = self.alloc(dst.buffer)
+        self.ops.extend([TmemStore(bytes=max(1, md.stage_bytes // self.role.warps), dst=dst), WaitSt()])
+
+    def tmem_copy(self, st: Stmt) -> None:
+        ops = self.operands(st, 2, "%source, %destination")
+        buf, _ = self.buffer_of(ops[0], st)
+        self.before_read(buf)
+        src = self.access(ops[0], st)
+        self.ops.append(TmemCopy(bytes=self.alloc(buf).stage_bytes, src=src, dst=self.access(ops[1], st, write=True),
+                                 issuer="one"))
+
+    # mbarriers -------------------------------------------------------------------
+    def init_barrier(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%barrier, count")
+        name = self.barrier_of(ops[0], st)
+        count = self.attr(st, r',\s*([-+]?\d+)', "arrival count", low=1)
+        if count >= 1 << 20:
+            raise self.err(st, f"ttng.init_barrier count {count}: an mbarrier counts at most 2^20 - 1 arrivals")
+        self.ops.append(MbarInit(barrier=name, issuer="one"))
+        self.barrier_counts[name] = count
+        self.inits_unsynced = True
+
+    def barrier_expect(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%barrier, bytes")
+        name = self.barrier_of(ops[0], st)
+        self.initialized(name, st)
+        nbytes = self.attr(st, r',\s*([-+]?\d+)', "byte count")
+        if self.predicate(st, ops[1] if len(ops) > 1 else None):
+            self.ops.append(ArriveExpectTx(barrier=name, use=self.role.uses.take(name), bytes=nbytes, issuer="one"))
+
+    def arrive_barrier(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%barrier, count")
+        name = self.barrier_of(ops[0], st)
+        self.initialized(name, st)
+        count = self.attr(st, r',\s*([-+]?\d+)', "arrival count", low=1)
+        if self.predicate(st, ops[1] if len(ops) > 1 else None):
+            per_thread = "perThread" in st.rest
+            self.ops.append(Arrive(barrier=name, use=self.role.uses.take(name), count=count,
+                                   issuer="all" if per_thread else "one"))
+
+    def wait_barrier(self, st: Stmt) -> None:
+        head = st.rest.split(" : ")[0]
+        ops = _OPERAND.findall(head.split(" deps ")[0])
+        if len(ops) < 2:
+            raise self.err(st, "ttng.wait_barrier needs %barrier, %phase: the line is cut or hand-edited")
+        name = self.barrier_of(ops[0], st)
+        self.initialized(name, st)
+        if not self.predicate(st, ops[2] if len(ops) > 2 else None):
+            return
+        parity = self.value(ops[1], st) & 1
+        self.ops.append(Wait(barrier=name, parity=parity, use=self.wait_use(name, parity)))
+
+    # TMA -------------------------------------------------------------------------
+    def tma_load(self, st: Stmt) -> None:
+        ops = self.operands(st, 3, "%descriptor[coordinates] %destination, %barrier")
+        dst = next((o for o in ops[1:] if self.is_memdesc(o) and not self.alloc(self.buffer_of(o, st)[0]).barrier), None)
+        if dst is None:
+            raise self.err(st, f"{st.op} without a shared-memory destination the reader knows")
+        bar_tok = next((o for o in ops[ops.index(dst) + 1:] if self.is_memdesc(o)), None)
+        if bar_tok is None:
+            raise self.err(st, f"{st.op} without its mbarrier operand")
+        name = self.barrier_of(bar_tok, st)
+        self.initialized(name, st)
+        buf, _ = self.buffer_of(dst, st)
+        self.before_write(buf)
+        after = ops[ops.index(bar_tok) + 1:]
+        if self.predicate(st, after[0] if after else None):
+            md = self.alloc(buf)
+            self.ops.append(TmaLoad(barrier=name, use=self.role.uses.last(name), bytes=md.stage_bytes,
+                                    dst=self.access(dst, st, write=True), issuer="one"))
+
+    def tma_store(self, st: Stmt) -> None:
+        ops = self.operands(st, 2, "%descriptor[coordinates] %source")
+        src_tok = next((o for o in reversed(ops) if self.is_memdesc(o)), None)
+        if src_tok is None:
+            raise self.err(st, f"{st.op} without a shared-memory source the reader knows")
+        buf, _ = self.buffer_of(src_tok, st)
+        self.read_by_warps(buf)
+        self.ops.extend([TmaStore(bytes=self.alloc(buf).stage_bytes, src=self.access(src_tok, st), issuer="one"),
+                     BulkCommit(issuer="one")])
+
+    def tma_store_wait(self, st: Stmt) -> None:
+        self.ops.append(BulkWait(n=self.attr(st, r'pendings\s*=\s*(\d+)', "{pendings = N} attribute"), read=True,
+                                 issuer="one"))
+
+    def fence_async_shared(self, st: Stmt) -> None:
+        self.ops.append(Fence(fence="proxy_async"))
+
+    # structure ---------------------------------------------------------------------
+    def if_(self, st: Stmt) -> None:
+        cond = _OPERAND.findall(st.rest.split("->")[0].split("{")[0])
+        if not cond:
+            raise self.err(st, "scf.if without its condition: the line is cut or hand-edited")
+        if cond[0] not in self.env:
+            raise self.err(st, f"scf.if on {cond[0]}, whose value the reader cannot evaluate (a tensor or a loaded "
+                           "value): which branch runs is unknown, so neither can be judged; please report the kernel")
+        taken = st.region("then") if self.env[cond[0]] else st.region("else")
+        if taken is None:
+            return
+        body = [s for s in taken.stmts if s.op != "scf.yield"]
+        self.run(body)
+        y = next((s for s in taken.stmts if s.op == "scf.yield"), None)
+        if y is not None and st.results:
+            self.carry_out(st, _OPERAND.findall(y.rest.split(":")[0]))
+
+    def carry_out(self, st: Stmt, yielded: list[str]) -> None:
+        """Bind an op's results (``%r``, ``%r#j``) to the values a region yielded."""
+        base = st.results[0].split(":")[0]
+        for j, tok in enumerate(yielded):
+            for name in ([base] if j == 0 else []) + [f"{base}#{j}"]:
+                if tok in self.env:
+                    self.env[name] = self.env[tok]
+                if tok in self.views:
+                    self.views[name] = self.views[tok]
+
+    def warp_specialize(self, st: Stmt) -> None:
+        if self.ws_seen is not None and self.ws_seen is not st:
+            raise self.err(st, f"a second ttg.warp_specialize (the first is at line {self.ws_seen.line}): the reader "
+                           "models one; please report the kernel")
+        if self.role is not self.roles[0]:
+            raise self.err(st, "ttg.warp_specialize inside a partition: not a kernel Triton wrote")
+        self.ws_seen = st
+        captured = _OPERAND.findall(st.rest.split(")")[0])
+        for role in self.roles:  # the workers are released into their partitions
+            self.role = role
+            self.sync_all()
+        for role, region in zip(self.roles, [st.region("default")] + [r for r in st.regions
+                                                                      if r.label.startswith("partition")], strict=True):
+            self.role = role
+            if region is None:
+                continue
+            for arg, cap in zip(region.args, captured, strict=False):
+                if cap in self.env:
+                    self.env[arg] = self.env[cap]
+                if cap in self.views:
+                    self.views[arg] = self.views[cap]
+                elif cap.lstrip("%") in self.mod.allocs:
+                    self.views[arg] = (cap.lstrip("%"), 0, None)
+            self.run(region.stmts)
+        for role in self.roles:  # the op returns once every partition has finished
+            self.role = role
+            self.sync_all()
+        self.role = self.roles[0]
+
+    def sync_all(self) -> None:
+        self.ops.append(CtaSync())
+        self.role.read_since_sync.clear()
+        self.role.written_since_sync.clear()
+
+    def loop(self, st: Stmt) -> None:
+        m = _LOOP.match(st.rest)
+        if not m:
+            raise self.err(st, "cannot read this scf.for header (%iv = %lb to %ub step %step)")
+        iv, lb, ub, step = m.group(1), *(self.value(t, st) for t in m.group(2, 3, 4))
+        if step <= 0:
+            why = "a loop of step 0 never ends" if step == 0 else "scf.for is undefined for a negative step"
+            raise self.err(st, f"scf.for step {m.group(4)} = {step} with this launch: {why}; the step must be positive "
+                           "-- check the step's definition and the launch values")
+        trips = max(0, -(-(ub - lb) // step))
+        per = 1 + sum(_EMITS.get(s.op, 0) + (s.op == "ttg.local_alloc" and s.rest.lstrip().startswith("%"))
+                      for s in st.body)
+        projected = self.cost + trips * ((per - 1) * self.ctas + 1)
+        if projected > self.max_ops:
+            raise self.over(st, f"scf.for runs {trips:,} iterations ({lb} to {ub} step {step}) of at least {per - 1} op(s) "
+                            "each", projected)
+        carried = []
+        for pair in (m.group(5) or "").split(","):
+            if "=" in pair:
+                name, init = (p.strip() for p in pair.split("=", 1))
+                carried.append((name, init))
+        values = [self.env.get(init) for _, init in carried]
+        views = [self.views.get(init) or ((init.lstrip("%"), 0, None) if init.lstrip("%") in self.mod.allocs else None)
+                 for _, init in carried]
+        body = [s for s in st.body if s.op != "scf.yield"]
+        y = next((s for s in st.body if s.op == "scf.yield"), None)
+        i = lb
+        while i < ub:
+            self.iterations += 1
+            if self.cost > self.max_ops:
+                raise self.over(st, f"at iteration {i} of this scf.for ({lb} to {ub} step {step})", self.cost)
+            self.env[iv] = i
+            for (name, _), v, vw in zip(carried, values, views, strict=True):
+                if v is not None:
+                    self.env[name] = v
+                else:
+                    self.env.pop(name, None)
+                if vw is not None:
+                    self.views[name] = vw
+            self.run(body)
+            yielded = _OPERAND.findall(y.rest.split(":")[0]) if y else []
+            values = [self.env.get(t) for t in yielded]
+            views = [self.views.get(t) for t in yielded]
+            i += step
+        if st.results:
+            base = st.results[0].split(":")[0]
+            for j, (v, vw) in enumerate(zip(values, views, strict=False)):
+                if v is not None:
+                    self.env[f"{base}#{j}"] = v
+                if vw is not None:
+                    self.views[f"{base}#{j}"] = vw
+
+
+_HANDLERS = {
+    "scf.for": Walker.loop,
+    "scf.if": Walker.if_,
+    "ttg.warp_specialize": Walker.warp_specialize,
+    **{op: Walker.memdesc_view for op in VIEW_OPS},
+    "ttg.local_alloc": Walker.local_alloc,
+    "ttg.local_store": Walker.local_store,
+    "ttg.local_load": Walker.local_load,
+    "ttg.async_copy_global_to_local": Walker.async_copy,
+    "ttg.async_commit_group": lambda w, st: w.ops.append(CpAsyncCommit()),
+    "ttg.async_wait": Walker.async_wait,
+    "gpu.barrier": Walker.barrier,
+    "ttg.barrier": Walker.barrier,
+    "tt.dot": Walker.dot,
+    "ttng.warp_group_dot": Walker.warp_group_dot,
+    "ttng.warp_group_dot_wait": Walker.warp_group_dot_wait,
+    "ttng.tc_gen5_mma": Walker.tc_gen5_mma,
+    "ttng.tc_gen5_commit": Walker.tc_gen5_commit,
+    "ttng.tmem_load": Walker.tmem_load,
+    "ttng.tmem_store": Walker.tmem_store,
+    "ttng.tmem_copy": Walker.tmem_copy,
+    "ttng.init_barrier": Walker.init_barrier,
+    "ttng.barrier_expect": Walker.barrier_expect,
+    "ttng.arrive_barrier": Walker.arrive_barrier,
+    "ttng.wait_barrier": Walker.wait_barrier,
+    "ttng.async_tma_copy_global_to_local": Walker.tma_load,
+    "ttng.async_tma_copy_local_to_global": Walker.tma_store,
+    "ttng.async_tma_store_wait": Walker.tma_store_wait,
+    "ttng.fence_async_shared": Walker.fence_async_shared,
+}
+"""The ops that move, read or synchronise storage, and the walker's rule for each."""

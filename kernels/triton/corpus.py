@@ -568,15 +568,59 @@ def target_tag(cap: int) -> str:
 
 
 def notes_for(variant: dict, cap: int, ttgir: str, md: dict) -> list[str]:
+    """Facts about this compile a reader of the TTGIR should know, read off the text."""
     notes = []
+    ver = triton.__version__
     ws_asked = variant.get("WARP_SPECIALIZE", False)
     ws_done = "ttg.warp_specialize" in ttgir
     if ws_asked and not ws_done:
-        notes.append(f"warp_specialize=True was asked; Triton {triton.__version__} did not warp-specialize this on sm_{cap}")
+        notes.append(f"warp_specialize=True was asked; Triton {ver} did not warp-specialize this on sm_{cap}")
     if ws_done:
-        notes.append(f"Triton warp-specialized this (ttg.warp_specialize) on sm_{cap}")
-    if not ws_asked and ws_done:
-        notes.append("warp specialization without being asked")
+        parts = sorted(set(re.findall(r"\bpartition(\d+)\(", ttgir)), key=int)
+        warps = re.findall(r"\bnum_warps\((\d+)\)", ttgir)
+        regs = re.search(r"requestedRegisters = array<i32: ([^>]*)>", ttgir)
+        notes.append(f"Triton warp-specialized this on sm_{cap}: ttg.warp_specialize with a default region "
+                     f"({variant['num_warps']} warps) and {len(parts)} partitions of {'/'.join(warps)} warps"
+                     + (f", requestedRegisters {regs.group(1)}" if regs else ""))
+        if cap == 90 and variant["kernel"] == "mm_tma_dev":
+            notes.append("Triton's warp specialization on sm_90 is not deterministic: compiles of this source with "
+                         "fresh caches (3.6 and 3.9) differed in two lines of a partition (the barrier arrays of two "
+                         "memdesc_index ops swapped: %arg17 <-> %arg19); a recompile may not match this file")
+        if not ws_asked:
+            notes.append("warp-specialized without warp_specialize=True")
+    loop_stages = variant["num_stages"] if "STAGES" not in variant else variant["STAGES"]
+    pipelined = any(op in ttgir for op in ("ttg.async_copy_global_to_local", "ttng.async_tma_copy_global_to_local"))
+    if loop_stages > 1 and not pipelined:
+        notes.append(f"num_stages={loop_stages} was asked but the K loop was not pipelined (no async copies in the TTGIR)")
+    if "tensordesc" in ttgir and variant["kernel"] in ("mm_tma_host", "mm_persistent"):
+        notes.append("host-side descriptors (TensorDescriptor): each arrives as a !tt.tensordesc parameter followed by "
+                     "hidden parameters for its shape (i32) and strides (i64); launch.json lists them by their TTGIR names")
+    if md.get("global_scratch_size"):
+        notes.append(f"on-device descriptors (tl.make_tensor_descriptor): global_scratch_size = {md['global_scratch_size']} "
+                     "per CTA; the launch needs triton.set_allocator")
+    if ver.startswith("3.6"):
+        notes.append("Triton 3.6 exposes no membar pass to Python (its barriers are put in inside the TTGIR -> LLVM "
+                     "conversion), so .alloc.mlir carries allocation only; gpu.barrier ops in it come from the TTGIR")
+    return notes
+
+
+def silicon_notes(out: Path, file: str) -> list[str]:
+    """One line per run of this record found in <out>/silicon/*.jsonl (corpus_run.py's
+    output), so the index says what the GPU did with it."""
+    notes = []
+    for path in sorted((out / "silicon").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if row.get("record") != file or row.get("edit_file"):
+                continue
+            chk = row.get("check") or {}
+            extra = (f", {chk['nonfinite']}/{chk['elements']} outputs non-finite" if chk.get("nonfinite") else "")
+            notes.append(f"{row.get('gpu')} (triton {row.get('triton')}, commit {row.get('commit')}, silicon/{path.name}): "
+                         f"{row.get('outcome')}{extra}, max_rel_err {row.get('max_rel_err')}, ttgir_match "
+                         f"{row.get('ttgir_match')}, kernel median {(row.get('kernel_us') or {}).get('median')} us")
     return notes
 
 
@@ -613,7 +657,7 @@ def run(out: Path, only: str | None, verbose: bool = True) -> int:
             launch = ttgir_launch_ints(ttgir, spec)
             launch["ctas"] = rec["ctas"]
             base.with_name(tag + ".launch.json").write_text(json.dumps(launch) + "\n")
-            notes = notes_for(variant, cap, ttgir, md)
+            notes = notes_for(variant, cap, ttgir, md) + silicon_notes(out, rec["file"])
             try:
                 alloc = alloc_module(base.with_name(tag + ".ttgir"), cap)
                 base.with_name(tag + ".alloc.mlir").write_text(alloc)

@@ -343,7 +343,10 @@ def child_main(args) -> int:
             res = run_record(args.corpus, rec, args.reps, args.sleep_cycles)
     except Exception as exc:  # noqa: BLE001  (report what failed; the parent records it)
         msg = str(exc).strip().splitlines()
-        res = {"outcome": "error", "error": f"{type(exc).__name__}: {msg[0][:400] if msg else ''}",
+        # a CUDA error raised after the launch (illegal address, launch failure, a trap) is the
+        # kernel's doing: outcome "fault"; anything else (compile, launcher, arguments) is "error"
+        cuda = "CUDA error" in str(exc) or type(exc).__name__ in ("AcceleratorError",)
+        res = {"outcome": "fault" if cuda else "error", "error": f"{type(exc).__name__}: {msg[0][:400] if msg else ''}",
                "traceback": traceback.format_exc()[-2000:]}
     print(RESULT_TAG + json.dumps(res, default=str), flush=True)
     return 0

@@ -147,26 +147,37 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
                    f"the {arch} profile allows {limit:,} B per CTA (Triton would fail with 'out of resources'): fewer "
                    "stages or smaller tiles")
 
-    ctas = launch.get("ctas", 1)
+    grid = tuple(launch["grid"]) + (1,) * (3 - len(launch["grid"])) if "grid" in launch else None
+    ctas = launch.get("ctas", grid[0] * grid[1] * grid[2] if grid else 1)
     launch_name = str(side) if side.exists() else f"{side} (none beside the TTGIR)"
     if ctas > max_ops:
         raise TtgirError(f"{path}: ctas = {ctas:,}: at least one op per CTA is more than the limit of {max_ops:,} "
                          f"schedule ops; give fewer ctas in {launch_name} or raise the limit: read(..., max_ops=N), "
                          "protosim --max-ops N")
-    walker = Walker(mod, launch, max_ops=max_ops, ctas=ctas, launch_name=launch_name)
+    walker = Walker(mod, launch, max_ops=max_ops, ctas=ctas, launch_name=launch_name, grid=grid)
     walker.run(mod.body)
+    walkers = [walker]
+    if walker.per_cta_control and ctas > 1:  # a persistent kernel: each CTA's loop depends on its program id
+        for cta in range(1, ctas):
+            walkers.append(Walker(mod, launch, max_ops=max_ops, ctas=ctas, launch_name=launch_name, grid=grid, cta=cta))
+            walkers[-1].run(mod.body)
     if not walker.op_count:
         raise TtgirError(f"{path}: @{mod.func} has no op the reader models (shared-memory copies and loads, MMAs, "
                          "mbarriers) with this launch: nothing to judge")
-    if walker.cost > max_ops:
-        raise TtgirError(f"{path}: {ctas:,} CTAs x {walker.op_count:,} ops: about {walker.cost:,} schedule ops, above "
+    cost = walker.cost if len(walkers) == 1 else sum(w.op_count + w.iterations for w in walkers)
+    if cost > max_ops:
+        raise TtgirError(f"{path}: {ctas:,} CTAs x {walker.op_count:,} ops: about {cost:,} schedule ops, above "
                          f"the limit of {max_ops:,}; give fewer ctas in {launch_name} or raise the limit: "
                          "read(..., max_ops=N), protosim --max-ops N")
-    role_ops = resolve([r.ops for r in walker.roles])
     tmem = [m for m in mod.allocs.values() if m.space == "tmem"]
-    if tmem:  # Triton allocates the kernel's TMEM once, at entry, and frees it at exit (AllocateTensorMemory)
-        columns = _tmem_columns(mod, tmem)
-        role_ops[0] = [TmemAlloc(columns=columns, issuer="warp0"), *role_ops[0], TmemDealloc(columns=columns, issuer="warp0")]
+    per_walk = []
+    for w in walkers:
+        role_ops = resolve([r.ops for r in w.roles])
+        if tmem:  # Triton allocates the kernel's TMEM once, at entry, and frees it at exit (AllocateTensorMemory)
+            columns = _tmem_columns(mod, tmem)
+            role_ops[0] = [TmemAlloc(columns=columns, issuer="warp0"), *role_ops[0],
+                           TmemDealloc(columns=columns, issuer="warp0")]
+        per_walk.append(role_ops)
     parts = max(r.warps for r in walker.roles)
     buffers = tuple(BufferDecl(m.name, "tmem", m.stages, columns=m.columns, parts=parts) if m.space == "tmem"
                     else BufferDecl(m.name, "smem", m.stages, m.stage_bytes, parts=parts, align=16)
@@ -174,7 +185,8 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     barriers = tuple(BarrierDecl(name, count) for name, count in walker.barrier_counts.items())
     # Each CTA computes its own output tile: tagging its ops with it lets a data hazard
     # name the tile it corrupts (the schedule's outcome is derived from those tiles).
-    programs = [tuple(tuple(dataclasses.replace(op, tile=(i, 0)) for op in ops) for ops in role_ops) for i in range(ctas)]
+    programs = [tuple(tuple(dataclasses.replace(op, tile=(i, 0)) for op in ops) for ops in per_walk[i % len(per_walk)])
+                for i in range(ctas)]
     schedule = Schedule(
         name=f"ttgir:{mod.func}",
         arch=arch,
@@ -183,6 +195,7 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
         roles=tuple(RoleDecl(r.name, r.warps) for r in walker.roles),
         ctas=tuple(CtaProgram(i, program) for i, program in enumerate(programs)),
         config={"source": str(path), "target": mod.target, "num_warps": mod.num_warps, "launch": launch,
+                "walks": len(walkers),
                 "shared_bytes": mod.shared_bytes, "shared_source": mod.shared_source},
     )
     try:

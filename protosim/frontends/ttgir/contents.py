@@ -32,6 +32,7 @@ from protosim.ir import (
     Arrive,
     ArriveExpectTx,
     LocalLoad,
+    MbarInit,
     Mma,
     MmaCommit,
     Op,
@@ -72,19 +73,37 @@ def _writes(op: Op) -> list[Access]:
     return [dst] if isinstance(dst, Access) else []
 
 
-def _released(roles: list[list[Op]]) -> dict[tuple[str, int], View]:
-    """What each (barrier, use) phase carries: the arriving roles' views at their arrivals,
-    plus the bytes of the TMA loads that complete on it."""
-    out: dict[tuple[str, int], View] = {}
+class _Epochs:
+    """A barrier's uses start over when it is initialised again, so a phase is named by
+    (barrier, epoch, use): the epoch counts the role's own inits of the barrier (a role
+    that never initialises it sees the first)."""
+
+    def __init__(self) -> None:
+        self.inits: dict[str, int] = {}
+
+    def see(self, op: Op) -> None:
+        if isinstance(op, MbarInit):
+            self.inits[op.barrier] = self.inits.get(op.barrier, 0) + 1
+
+    def phase(self, barrier: str, use: int) -> tuple[str, int, int]:
+        return barrier, self.inits.get(barrier, 1), use
+
+
+def _released(roles: list[list[Op]]) -> dict[tuple[str, int, int], View]:
+    """What each phase carries: the arriving roles' views at their arrivals, plus the bytes
+    of the TMA loads that complete on it."""
+    out: dict[tuple[str, int, int], View] = {}
     for ops in roles:
         view: View = {}
+        epochs = _Epochs()
         for op in ops:
+            epochs.see(op)
             for w in _writes(op):
                 _merge(view, {(w.buffer, w.stage): w.content})
             if isinstance(op, TmaLoad):
-                _merge(out.setdefault((op.barrier, op.use), {}), {(op.dst.buffer, op.dst.stage): op.dst.content})
+                _merge(out.setdefault(epochs.phase(op.barrier, op.use), {}), {(op.dst.buffer, op.dst.stage): op.dst.content})
             elif isinstance(op, (Arrive, ArriveExpectTx, MmaCommit)):
-                _merge(out.setdefault((op.barrier, op.use), {}), view)
+                _merge(out.setdefault(epochs.phase(op.barrier, op.use), {}), view)
     return out
 
 
@@ -100,10 +119,12 @@ def resolve(roles: list[list[Op]]) -> list[list[Op]]:
     out = []
     for ops in roles:
         view: View = {}
+        epochs = _Epochs()
         new = []
         for op in ops:
+            epochs.see(op)
             if isinstance(op, Wait):
-                _merge(view, released.get((op.barrier, op.use), {}))
+                _merge(view, released.get(epochs.phase(op.barrier, op.use), {}))
             fields = _READ_FIELDS.get(type(op))
             if fields:
                 changes = {}

@@ -66,7 +66,6 @@ def load_launch(path: Path) -> dict[str, Any]:
 
 
 _NOT_LAUNCH = {
-    "grid": "give the number of CTAs as ctas (an integer: the product of the grid's dimensions)",
     "num_ctas": "the CTA count of the launch is ctas; num_ctas (clusters) comes from the compile",
     "num_warps": "num_warps comes from the compile (the module's \"ttg.num-warps\"), not the launch",
     "num_stages": "num_stages comes from the compile (the TTGIR's buffers), not the launch",
@@ -90,6 +89,15 @@ def check_launch(mod: Ttgir, launch: Any, where: str) -> None:
             raise TtgirError(f"{mod.path}: {where}: key {key!r} is not a name; keys are kernel argument names and ctas")
         at = f"{mod.path}: {where}: {key!r}"
         is_int = isinstance(value, int) and not isinstance(value, bool)
+        if key == "grid":
+            if (not isinstance(value, list) or not 1 <= len(value) <= 3
+                    or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value)):
+                raise TtgirError(f"{at} = {value!r}: the grid is a list of 1 to 3 positive integers (x, y, z), e.g. [16, 8]")
+            ctas = launch.get("ctas")
+            product = value[0] * (value[1] if len(value) > 1 else 1) * (value[2] if len(value) > 2 else 1)
+            if isinstance(ctas, int) and not isinstance(ctas, bool) and ctas != product:
+                raise TtgirError(f"{at} = {value}: {product} CTAs, but ctas = {ctas}; give one or make them agree")
+            continue
         if key == "ctas":
             if not is_int or value < 1:
                 raise TtgirError(f"{at} = {value!r}: the number of CTAs must be an integer >= 1 (the grid's size)")
@@ -156,7 +164,9 @@ def check_metadata(mod: Ttgir, path: Path) -> None:
         return
     side, data = got
     where = f"{path}: metadata {side}"
-    if data["num_warps"] != mod.num_warps:
+    # A warp-specialized kernel's metadata counts its partitions' warps too, padded to whole
+    # warpgroups by Triton's allocate-warp-groups pass.
+    if data["num_warps"] not in (mod.num_warps, mod.total_warps, -(-mod.total_warps // 4) * 4):
         raise TtgirError(f"{where}: num_warps = {data['num_warps']}, but the TTGIR's \"ttg.num-warps\" is "
                          f"{mod.num_warps}: the metadata is another compile's; give this compile's")
     if "name" in data and data["name"] != mod.func:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protosim.frontends.ttgir.text import _LOOP, _OPERAND, Ttgir, _err, _walk
+from protosim.frontends.ttgir.text import _LOOP, _OPERAND, Ttgir, _err, _walk, operand_head
 from protosim.frontends.ttgir.walk import _HANDLERS
 
 _HANDLED = frozenset({*_HANDLERS, "scf.yield", "ttg.warp_yield", "ttg.warp_return", "ttng.tmem_alloc"})
@@ -13,19 +13,19 @@ _HANDLED = frozenset({*_HANDLERS, "scf.yield", "ttg.warp_yield", "ttg.warp_retur
 _IGNORED = frozenset({
     # registers and global memory only: no shared-memory access the model needs, no synchronization
     "tt.addptr", "tt.advance", "tt.assert", "tt.atomic_cas", "tt.atomic_rmw", "tt.bitcast", "tt.broadcast", "tt.cat",
-    "tt.clampf", "tt.expand_dims", "tt.extern_elementwise", "tt.fp_to_fp", "tt.get_num_programs", "tt.get_program_id",
+    "tt.clampf", "tt.expand_dims", "tt.extern_elementwise", "tt.fp_to_fp", 
     "tt.histogram", "tt.int_to_ptr", "tt.join", "tt.load", "tt.make_range", "tt.make_tensor_ptr", "tt.mulhiui",
     "tt.precise_divf", "tt.precise_sqrt", "tt.print", "tt.ptr_to_int", "tt.reduce", "tt.reduce.return", "tt.reshape",
     "tt.return", "tt.scan", "tt.scan.return", "tt.splat", "tt.split", "tt.store", "tt.trans", "tt.unsplat",
     "ttg.convert_layout", "ttg.local_dealloc", "ttg.global_scratch_alloc", "ub.poison",
-    "tt.get_num_programs", "tt.make_tensor_descriptor", "tt.dot_scaled", "tt.gather", "tt.map_elementwise",
+    "tt.make_tensor_descriptor", "tt.dot_scaled", "tt.gather", "tt.map_elementwise",
     "tt.map_elementwise.return", "ttg.fp4_to_fp", "ttg.upcast_mxfp",
     # a TMA load or store into registers: Triton allocates its staging buffer and barrier below
     # the TTGIR and waits for it before the op returns, so no protocol of the kernel's own is exposed
     "tt.descriptor_load", "tt.descriptor_store", "tt.descriptor_gather", "tt.descriptor_scatter",
     "tt.descriptor_reduce",
     # the TMA descriptor's setup and the barriers' teardown
-    "ttng.inval_barrier", "ttng.tensormap_create", "ttng.tensormap_fenceproxy_acquire", "ttng.reinterpret_tensor_descriptor",
+    "ttng.tensormap_create", "ttng.tensormap_fenceproxy_acquire", "ttng.reinterpret_tensor_descriptor",
 })
 _IGNORED_DIALECTS = ("arith.", "math.")
 """Scalar integer arithmetic is evaluated; the rest of these is register math."""
@@ -103,7 +103,7 @@ def check_ops(mod: Ttgir, arch: str) -> None:
                 raise _err(mod.path, st.line, "cannot read this scf.for header (%iv = %lb to %ub step %step)")
             carried = [p for p in (header.group(5) or "").split(",") if "=" in p]
             y = next((s for s in st.body if s.op == "scf.yield"), None)
-            yielded = _OPERAND.findall(y.rest.split(":")[0]) if y else []
+            yielded = _OPERAND.findall(operand_head(y.rest)) if y else []
             if len(yielded) != len(carried):
                 raise _err(mod.path, y.line if y else st.line,
                            f"the scf.for at line {st.line} carries {len(carried)} value(s) but its scf.yield gives "

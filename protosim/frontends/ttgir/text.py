@@ -142,6 +142,20 @@ class Ttgir:
         return sum(m.bytes for m in self.allocs.values() if m.space == "smem")
 
     @property
+    def total_warps(self) -> int:
+        """The module's warps plus every ``warp_specialize`` partition's (Triton's metadata
+        counts them all)."""
+        def partitions(stmts: list[Stmt]) -> int:
+            n = 0
+            for st in stmts:
+                if st.op == "ttg.warp_specialize":
+                    n += sum(r.warps or 0 for r in st.regions if r.label.startswith("partition"))
+                for r in st.regions:
+                    n += partitions(r.stmts)
+            return n
+        return self.num_warps + partitions(self.body)
+
+    @property
     def capability(self) -> str:
         return self.target.split(":")[-1]
 
@@ -171,9 +185,16 @@ _ARG = re.compile(r'%(\w+)\s*:\s*(!?[\w.]+)')
 _REGION_LABEL = re.compile(r'^(default|partition\d+)\b(.*)\{$')
 """A ``ttg.warp_specialize`` region: ``default {`` or ``partitionN(%a: T, ...) num_warps(W) {``."""
 _OPERAND = re.compile(r'%[\w.\-]+(?:#\d+)?')
+_ATTR_DICT = re.compile(r'\{[^{}]*\}')
 _LOOP = re.compile(r'\s*(%[\w.]+)\s*=\s*(%[\w.\-]+)\s+to\s+(%[\w.\-]+)\s+step\s+(%[\w.\-]+)(?:\s+iter_args\((.*?)\)\s*->)?')
 _DIGITS = 30
 """Integer literals longer than this are refused (no kernel value has 30 digits)."""
+
+
+def operand_head(rest: str) -> str:
+    """An op's text before its type (`` : ``), without attribute dictionaries: where its
+    operands are (``scf.yield {async_task_id = array<i32: 0>} %a : i64`` -> `` %a``)."""
+    return _ATTR_DICT.sub("", rest).split(" : ")[0]
 
 
 def _a(value: Any) -> str:
@@ -280,6 +301,10 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
 
     stack: list[list[Stmt]] = [[]]
     owners: list[Stmt] = []
+    scopes: list[tuple[int, dict[str, int]]] = []
+    ws_defined: dict[int, dict[str, int]] = {}
+    """The names defined before each ttg.warp_specialize: all its partitions may see (and reuse)."""
+    """(stack depth, names defined outside) of each open partition region."""
     """The op each open region belongs to (``stack[i + 1]`` is a region of ``owners[i]``)."""
     opened: list[int] = [start + 1]
     end: int | None = None
@@ -296,6 +321,7 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
                     raise _err(path, ln, f"cannot read {s[:60]!r}: only scf.if continues a region with `}} else {{`")
                 stack.pop()
                 opened.pop()
+                defined = dict(scopes[-1][1])  # the then region's names are not the else region's
                 region = Region("else", [], line=ln)
                 owners[-1].regions.append(region)
                 stack.append(region.stmts)
@@ -312,6 +338,8 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
                 stack.pop()
                 opened.pop()
                 owners.pop()
+                if scopes and scopes[-1][0] == len(stack):
+                    defined = scopes.pop()[1]
             if end is not None:
                 break
             continue
@@ -326,6 +354,11 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
                 defined.setdefault(a, ln)
             warps = re.search(r'num_warps\((\d{1,4})\)', label.group(2))
             region = Region(label.group(1), [], args, int(warps.group(1)) if warps else None, ln)
+            scopes.append((len(stack), dict(defined)))
+            if label.group(1) != "default":  # isolated from above: the partition's names are its own
+                defined = dict(ws_defined.get(id(owner), defined))
+                for a in args:
+                    defined.setdefault(a, ln)
             owner.regions.append(region)
             stack.append(region.stmts)
             opened.append(ln)
@@ -359,11 +392,14 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
             defined[name] = ln
         stmt = Stmt(ln, results, m.group(2) or m.group(3), m.group(4))
         stack[-1].append(stmt)
+        if stmt.op == "ttg.warp_specialize":
+            ws_defined[id(stmt)] = dict(defined)
         if net > 0:
             if net > 1 or not s.endswith("{"):
                 raise _err(path, ln, f"cannot read {s[:60]!r}: unbalanced braces; the text may be cut or hand-edited")
             if len(stack) > MAX_NESTING:
                 raise _err(path, ln, f"regions nested more than {MAX_NESTING} deep: not a kernel Triton wrote")
+            scopes.append((len(stack), dict(defined)))  # a region's names end with it (MLIR reuses them in siblings)
             region = Region("then" if stmt.op == "scf.if" else "body", [], line=ln)
             stmt.regions.append(region)
             stack.append(region.stmts)
@@ -467,6 +503,8 @@ def _live_peak(body: list[Stmt], allocs: dict[str, MemDesc]) -> int:
 
 
 def _walk(stmts):
+    """Every statement, nested ones included (all regions: loop bodies, both branches, partitions)."""
     for s in stmts:
         yield s
-        yield from _walk(s.body)
+        for r in s.regions:
+            yield from _walk(r.stmts)

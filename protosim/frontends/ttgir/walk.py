@@ -34,6 +34,7 @@ from protosim.frontends.ttgir.text import (
     TtgirError,
     _err,
     _int,
+    operand_head,
 )
 from protosim.ir import (
     WARP_PART,
@@ -49,6 +50,7 @@ from protosim.ir import (
     Fence,
     LocalLoad,
     MbarInit,
+    MbarInval,
     Mma,
     MmaCommit,
     MmaSync,
@@ -118,8 +120,15 @@ class Walker:
     program id only moves its global addresses), so one walk serves all."""
 
     def __init__(self, mod: Ttgir, launch: dict[str, Any], max_ops: int = DEFAULT_MAX_OPS, ctas: int = 1,
-                 launch_name: str = "the launch file"):
+                 launch_name: str = "the launch file", grid: tuple[int, int, int] | None = None, cta: int = 0):
         self.mod = mod
+        self.grid = grid or (ctas, 1, 1)
+        gx, gy, _ = self.grid
+        self.pid = (cta % gx, cta // gx % gy, cta // (gx * gy))
+        self.per_cta: set[str] = set()
+        """Values computed from the program id: they may differ between CTAs."""
+        self.per_cta_control = False
+        """Such a value decided what ops run: each CTA needs a walk of its own."""
         self.env: dict[str, Any] = {}
         for a in mod.args:
             if isinstance(launch.get(a), int):  # integer arguments (check_launch has vetted them)
@@ -172,6 +181,7 @@ class Walker:
     # -- values -------------------------------------------------------------
     def value(self, token: str, st: Stmt) -> Any:
         if token in self.env:
+            self.controls(token)
             return self.env[token]
         base = token.split("#")[0]
         missing = self.missing_args(token, set())
@@ -205,14 +215,40 @@ class Walker:
     def known(self, token: str) -> bool:
         return token in self.env
 
-    def bind(self, st: Stmt, value: Any) -> None:
+    def bind(self, st: Stmt, value: Any, sources: list[str] = ()) -> None:
         if st.results:
-            self.env[st.results[0].split(":")[0]] = value
+            name = st.results[0].split(":")[0]
+            self.env[name] = value
+            self.copy_taint(name, *sources)
+
+    def copy_taint(self, name: str, *sources: str) -> None:
+        """``name`` differs between CTAs if any of ``sources`` does (it is computed from a program id)."""
+        if any(s in self.per_cta for s in sources):
+            self.per_cta.add(name)
+        else:
+            self.per_cta.discard(name)
+
+    def controls(self, token: str) -> None:
+        """``token`` decides what ops run (a bound, a branch, a stage, a predicate, a parity):
+        if it differs between CTAs, each CTA must be walked on its own."""
+        if token in self.per_cta:
+            self.per_cta_control = True
+
+    def program_id(self, st: Stmt) -> None:
+        axis = "xyz".index(re.match(r"\s*([xyz])", st.rest).group(1)) if re.match(r"\s*[xyz]", st.rest) else 0
+        self.bind(st, self.pid[axis])
+        if st.results:
+            self.per_cta.add(st.results[0].split(":")[0])
+
+    def num_programs(self, st: Stmt) -> None:
+        axis = "xyz".index(re.match(r"\s*([xyz])", st.rest).group(1)) if re.match(r"\s*[xyz]", st.rest) else 0
+        self.bind(st, self.grid[axis])
 
     def predicate(self, st: Stmt, token: str | None) -> bool:
         """An op's ``i1`` predicate: true when absent; its value when the walk knows it."""
         if token is None:
             return True
+        self.controls(token)
         if token not in self.env:
             raise self.err(st, f"{st.op} is predicated on {token}, whose value the reader cannot evaluate (it comes from "
                            "a tensor or a loaded value): the op may or may not run; please report the kernel")
@@ -226,7 +262,7 @@ class Walker:
         bits = _bits(t.group(2) or t.group(1)) if t else 64
         src_bits = _bits(t.group(1)) if t else 64
         if st.op == "arith.constant":
-            m = re.match(r'\s*(-?\d+|true|false)\s*:\s*(i\d{1,3}|index)\s*$', st.rest)
+            m = re.match(r'\s*(-?\d+|true|false)\s*(?::\s*(i\d{1,3}|index))?\s*$', st.rest)
             if m:
                 v = m.group(1)
                 self.bind(st, {"true": 1, "false": 0}[v] if v in ("true", "false")
@@ -239,7 +275,7 @@ class Walker:
                                f"check the values in {self.launch_name}")
             if st.op in _UNSIGNED:
                 a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
-            self.bind(st, _wrap(_BIN[st.op](a, b), bits))
+            self.bind(st, _wrap(_BIN[st.op](a, b), bits), ops[:2])
         elif st.op == "arith.cmpi" and len(ops) >= 2 and all(self.known(o) for o in ops[:2]):
             pred = st.rest.strip().split(",")[0].strip()
             if pred not in _CMP:
@@ -247,16 +283,16 @@ class Walker:
             a, b = self.env[ops[0]], self.env[ops[1]]
             if pred.startswith("u"):
                 a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
-            self.bind(st, int(_CMP[pred](a, b)))
+            self.bind(st, int(_CMP[pred](a, b)), ops[:2])
         elif st.op == "arith.select" and len(ops) >= 3 and all(self.known(o) for o in ops[:3]):
-            self.bind(st, self.env[ops[1]] if self.env[ops[0]] else self.env[ops[2]])
+            self.bind(st, self.env[ops[1]] if self.env[ops[0]] else self.env[ops[2]], ops[:3])
         elif st.op in ("arith.extsi", "arith.index_cast") and ops and self.known(ops[0]):
-            self.bind(st, self.env[ops[0]])
+            self.bind(st, self.env[ops[0]], ops[:1])
         elif st.op in ("arith.extui", "arith.index_castui") and ops and self.known(ops[0]):
             v = self.env[ops[0]]
-            self.bind(st, v & ((1 << src_bits) - 1) if v < 0 else v)
+            self.bind(st, v & ((1 << src_bits) - 1) if v < 0 else v, ops[:1])
         elif st.op == "arith.trunci" and ops and self.known(ops[0]):
-            self.bind(st, _wrap(self.env[ops[0]], bits))
+            self.bind(st, _wrap(self.env[ops[0]], bits), ops[:1])
 
     # -- storage ----------------------------------------------------------------
     def view_of(self, token: str, st: Stmt) -> tuple[str, int, tuple[int, int] | None]:
@@ -461,6 +497,8 @@ class Walker:
                 reads.append(self.access(tok, st))
         m, n, k = self.dot_shape(st)
         self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads)), WgmmaCommit()])
+        if not re.search(r'isAsync\s*=\s*true', st.rest):  # a synchronous dot: Triton's lowering waits for it
+            self.ops.append(WgmmaWait(n=0))
 
     def warp_group_dot_wait(self, st: Stmt) -> None:
         self.ops.append(WgmmaWait(n=self.attr(st, r'pendings\s*=\s*([-+]?\d+)', "{pendings = N} attribute")))
@@ -538,6 +576,15 @@ class Walker:
         self.ops.append(MbarInit(barrier=name, issuer="one"))
         self.barrier_counts[name] = count
         self.inits_unsynced = True
+        for role in self.roles:  # a (re-)initialised barrier starts over at phase 0
+            role.uses.reset(name)
+            role.waits.pop(name, None)
+
+    def inval_barrier(self, st: Stmt) -> None:
+        ops = self.operands(st, 1, "%barrier")
+        name = self.barrier_of(ops[0], st)
+        self.initialized(name, st)
+        self.ops.append(MbarInval(barrier=name, issuer="one"))
 
     def barrier_expect(self, st: Stmt) -> None:
         ops = self.operands(st, 1, "%barrier, bytes")
@@ -601,6 +648,7 @@ class Walker:
     def tma_store_wait(self, st: Stmt) -> None:
         self.ops.append(BulkWait(n=self.attr(st, r'pendings\s*=\s*(\d+)', "{pendings = N} attribute"), read=True,
                                  issuer="one"))
+        self.sync()  # membar: like async_wait, a barrier follows (one thread waited for the stores' reads)
 
     def fence_async_shared(self, st: Stmt) -> None:
         self.ops.append(Fence(fence="proxy_async"))
@@ -610,6 +658,7 @@ class Walker:
         cond = _OPERAND.findall(st.rest.split("->")[0].split("{")[0])
         if not cond:
             raise self.err(st, "scf.if without its condition: the line is cut or hand-edited")
+        self.controls(cond[0])
         if cond[0] not in self.env:
             raise self.err(st, f"scf.if on {cond[0]}, whose value the reader cannot evaluate (a tensor or a loaded "
                            "value): which branch runs is unknown, so neither can be judged; please report the kernel")
@@ -620,13 +669,14 @@ class Walker:
         self.run(body)
         y = next((s for s in taken.stmts if s.op == "scf.yield"), None)
         if y is not None and st.results:
-            self.carry_out(st, _OPERAND.findall(y.rest.split(":")[0]))
+            self.carry_out(st, _OPERAND.findall(operand_head(y.rest)))
 
     def carry_out(self, st: Stmt, yielded: list[str]) -> None:
         """Bind an op's results (``%r``, ``%r#j``) to the values a region yielded."""
         base = st.results[0].split(":")[0]
         for j, tok in enumerate(yielded):
             for name in ([base] if j == 0 else []) + [f"{base}#{j}"]:
+                self.copy_taint(name, tok)
                 if tok in self.env:
                     self.env[name] = self.env[tok]
                 if tok in self.views:
@@ -648,7 +698,9 @@ class Walker:
             self.role = role
             if region is None:
                 continue
+            outer = (dict(self.env), dict(self.views), set(self.per_cta))
             for arg, cap in zip(region.args, captured, strict=False):
+                self.copy_taint(arg, cap)
                 if cap in self.env:
                     self.env[arg] = self.env[cap]
                 if cap in self.views:
@@ -656,6 +708,8 @@ class Walker:
                 elif cap.lstrip("%") in self.mod.allocs:
                     self.views[arg] = (cap.lstrip("%"), 0, None)
             self.run(region.stmts)
+            if region.label != "default":  # a partition is isolated from above: its names may repeat outer ones
+                self.env, self.views, self.per_cta = outer
         for role in self.roles:  # the op returns once every partition has finished
             self.role = role
             self.sync_all()
@@ -692,13 +746,15 @@ class Walker:
                  for _, init in carried]
         body = [s for s in st.body if s.op != "scf.yield"]
         y = next((s for s in st.body if s.op == "scf.yield"), None)
+        sources = [init for _, init in carried]
         i = lb
         while i < ub:
             self.iterations += 1
             if self.cost > self.max_ops:
                 raise self.over(st, f"at iteration {i} of this scf.for ({lb} to {ub} step {step})", self.cost)
             self.env[iv] = i
-            for (name, _), v, vw in zip(carried, values, views, strict=True):
+            for (name, init), v, vw, src in zip(carried, values, views, sources, strict=True):
+                self.copy_taint(name, src, init)
                 if v is not None:
                     self.env[name] = v
                 else:
@@ -706,9 +762,10 @@ class Walker:
                 if vw is not None:
                     self.views[name] = vw
             self.run(body)
-            yielded = _OPERAND.findall(y.rest.split(":")[0]) if y else []
+            yielded = _OPERAND.findall(operand_head(y.rest)) if y else []
             values = [self.env.get(t) for t in yielded]
             views = [self.views.get(t) for t in yielded]
+            sources = [t if t in self.per_cta else src for t, src in zip(yielded, sources, strict=False)]
             i += step
         if st.results:
             base = st.results[0].split(":")[0]
@@ -721,6 +778,8 @@ class Walker:
 
 _HANDLERS = {
     "scf.for": Walker.loop,
+    "tt.get_program_id": Walker.program_id,
+    "tt.get_num_programs": Walker.num_programs,
     "scf.if": Walker.if_,
     "ttg.warp_specialize": Walker.warp_specialize,
     **{op: Walker.memdesc_view for op in VIEW_OPS},
@@ -741,6 +800,7 @@ _HANDLERS = {
     "ttng.tmem_store": Walker.tmem_store,
     "ttng.tmem_copy": Walker.tmem_copy,
     "ttng.init_barrier": Walker.init_barrier,
+    "ttng.inval_barrier": Walker.inval_barrier,
     "ttng.barrier_expect": Walker.barrier_expect,
     "ttng.arrive_barrier": Walker.arrive_barrier,
     "ttng.wait_barrier": Walker.wait_barrier,

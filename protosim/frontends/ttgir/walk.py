@@ -130,6 +130,10 @@ class Walker:
         self.per_cta_control = False
         """Such a value decided what ops run: each CTA needs a walk of its own."""
         self.env: dict[str, Any] = {}
+        self.poisoned: dict[str, str] = {}
+        """Values with no value: a division by zero (MLIR's poison; the GPU's div/rem does not
+        trap).  Triton computes a persistent loop's next tile ahead, past the last tile, so
+        such a value is fine until something the walk needs depends on it."""
         for a in mod.args:
             if isinstance(launch.get(a), int):  # integer arguments (check_launch has vetted them)
                 self.env["%" + a] = int(launch[a])
@@ -183,6 +187,7 @@ class Walker:
         if token in self.env:
             self.controls(token)
             return self.env[token]
+        self.check_poison(token, st)
         base = token.split("#")[0]
         missing = self.missing_args(token, set())
         if missing:
@@ -195,6 +200,22 @@ class Walker:
                            "a scalar integer the reader evaluates (a tensor, a float, or an op it does not evaluate)")
         raise self.err(st, f"{st.op} uses {token}, which is never defined before it: not valid TTGIR "
                        "(a line deleted or cut?)")
+
+    def set_value(self, name: str, value: Any, poison: str | None = None) -> None:
+        """``name`` takes ``value`` (``None``: no value the walk knows; ``poison``: why it has none)."""
+        if value is not None:
+            self.env[name] = value
+        else:
+            self.env.pop(name, None)
+        if poison is not None and value is None:
+            self.poisoned[name] = poison
+        else:
+            self.poisoned.pop(name, None)
+
+    def check_poison(self, token: str, st: Stmt) -> None:
+        if token in self.poisoned:
+            raise self.err(st, f"{st.op} needs the value of {token}, which has none: {self.poisoned[token]}; "
+                           f"check the values in {self.launch_name}")
 
     def missing_args(self, token: str, seen: set[str]) -> list[str]:
         """The kernel arguments without a launch value that *token* is computed from."""
@@ -219,6 +240,7 @@ class Walker:
         if st.results:
             name = st.results[0].split(":")[0]
             self.env[name] = value
+            self.poisoned.pop(name, None)
             self.copy_taint(name, *sources)
 
     def copy_taint(self, name: str, *sources: str) -> None:
@@ -249,6 +271,7 @@ class Walker:
         if token is None:
             return True
         self.controls(token)
+        self.check_poison(token, st)
         if token not in self.env:
             raise self.err(st, f"{st.op} is predicated on {token}, whose value the reader cannot evaluate (it comes from "
                            "a tensor or a loaded value): the op may or may not run; please report the kernel")
@@ -256,6 +279,12 @@ class Walker:
 
     def scalar(self, st: Stmt) -> None:
         ops = _OPERAND.findall(st.rest)
+        bad = next((o for o in ops if o in self.poisoned), None)
+        if bad is not None and st.results:
+            name = self.result(st)
+            self.env.pop(name, None)
+            self.poisoned[name] = self.poisoned[bad]
+            return
         if "tensor<" in st.rest or "!tt.ptr" in st.rest.split(":")[-1]:
             return  # tensors and pointers are not modelled
         t = _ITYPE.search(st.rest)
@@ -271,8 +300,10 @@ class Walker:
         if st.op in _BIN and len(ops) >= 2 and all(self.known(o) for o in ops[:2]):
             a, b = self.env[ops[0]], self.env[ops[1]]
             if st.op in _DIVIDES and b == 0:
-                raise self.err(st, f"{st.op} divides by {ops[1]} = 0: the kernel divides by zero with this launch; "
-                               f"check the values in {self.launch_name}")
+                name = self.result(st)
+                self.env.pop(name, None)
+                self.poisoned[name] = f"{st.op} at line {st.line} divides by zero ({ops[1]} = 0) with this launch"
+                return
             if st.op in _UNSIGNED:
                 a, b = a & ((1 << bits) - 1), b & ((1 << bits) - 1)
             self.bind(st, _wrap(_BIN[st.op](a, b), bits), ops[:2])
@@ -659,6 +690,7 @@ class Walker:
         if not cond:
             raise self.err(st, "scf.if without its condition: the line is cut or hand-edited")
         self.controls(cond[0])
+        self.check_poison(cond[0], st)
         if cond[0] not in self.env:
             raise self.err(st, f"scf.if on {cond[0]}, whose value the reader cannot evaluate (a tensor or a loaded "
                            "value): which branch runs is unknown, so neither can be judged; please report the kernel")
@@ -677,8 +709,7 @@ class Walker:
         for j, tok in enumerate(yielded):
             for name in ([base] if j == 0 else []) + [f"{base}#{j}"]:
                 self.copy_taint(name, tok)
-                if tok in self.env:
-                    self.env[name] = self.env[tok]
+                self.set_value(name, self.env.get(tok), self.poisoned.get(tok))
                 if tok in self.views:
                     self.views[name] = self.views[tok]
 
@@ -742,6 +773,7 @@ class Walker:
                 name, init = (p.strip() for p in pair.split("=", 1))
                 carried.append((name, init))
         values = [self.env.get(init) for _, init in carried]
+        poisons = [self.poisoned.get(init) for _, init in carried]
         views = [self.views.get(init) or ((init.lstrip("%"), 0, None) if init.lstrip("%") in self.mod.allocs else None)
                  for _, init in carried]
         body = [s for s in st.body if s.op != "scf.yield"]
@@ -753,25 +785,22 @@ class Walker:
             if self.cost > self.max_ops:
                 raise self.over(st, f"at iteration {i} of this scf.for ({lb} to {ub} step {step})", self.cost)
             self.env[iv] = i
-            for (name, init), v, vw, src in zip(carried, values, views, sources, strict=True):
+            for (name, init), v, vw, src, pz in zip(carried, values, views, sources, poisons, strict=True):
                 self.copy_taint(name, src, init)
-                if v is not None:
-                    self.env[name] = v
-                else:
-                    self.env.pop(name, None)
+                self.set_value(name, v, pz)
                 if vw is not None:
                     self.views[name] = vw
             self.run(body)
             yielded = _OPERAND.findall(operand_head(y.rest)) if y else []
             values = [self.env.get(t) for t in yielded]
+            poisons = [self.poisoned.get(t) for t in yielded]
             views = [self.views.get(t) for t in yielded]
             sources = [t if t in self.per_cta else src for t, src in zip(yielded, sources, strict=False)]
             i += step
         if st.results:
             base = st.results[0].split(":")[0]
-            for j, (v, vw) in enumerate(zip(values, views, strict=False)):
-                if v is not None:
-                    self.env[f"{base}#{j}"] = v
+            for j, (v, vw, pz) in enumerate(zip(values, views, poisons, strict=False)):
+                self.set_value(f"{base}#{j}", v, pz)
                 if vw is not None:
                     self.views[f"{base}#{j}"] = vw
 

@@ -382,8 +382,6 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
             if base not in defined and base not in own:
                 raise _err(path, ln, f"{m.group(2) or m.group(3)} uses {use}, which is not defined before it: not valid "
                            "SSA (a line deleted or cut?)")
-        for name in own:
-            defined.setdefault(name, ln)
         for r in results:
             name = r.split(":")[0]
             if name in defined:
@@ -400,6 +398,9 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
             if len(stack) > MAX_NESTING:
                 raise _err(path, ln, f"regions nested more than {MAX_NESTING} deep: not a kernel Triton wrote")
             scopes.append((len(stack), dict(defined)))  # a region's names end with it (MLIR reuses them in siblings)
+        for name in own:  # scf.for's induction variable and iter_args: block arguments of its body, scoped to it
+            defined.setdefault(name, ln)
+        if net > 0:
             region = Region("then" if stmt.op == "scf.if" else "body", [], line=ln)
             stmt.regions.append(region)
             stack.append(region.stmts)

@@ -455,6 +455,8 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
             else:  # memdesc<S x tile>: a ring of S stages
                 stages, tile = dims[0], dims[1:]
             name = st.results[0].lstrip("%").split(":")[0]
+            if name in allocs:  # partitions are isolated from above: MLIR reuses names in each
+                name = f"{name}@{st.line}"
             off = re.search(r'(?:allocation\.offset|tensor_memory_col_offset)\s*=\s*(\d+)', st.rest)
             allocs[name] = MemDesc(name, stages, tile, elem, barrier, st.line,
                                    "tmem" if st.op == "ttng.tmem_alloc" else "smem", int(off.group(1)) if off else None)

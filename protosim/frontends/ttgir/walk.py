@@ -138,6 +138,8 @@ class Walker:
             if isinstance(launch.get(a), int):  # integer arguments (check_launch has vetted them)
                 self.env["%" + a] = int(launch[a])
         self.views: dict[str, tuple[str, int, tuple[int, int] | None]] = {}
+        self.alloc_at = {m.line: name for name, m in mod.allocs.items()}
+        """The buffer each allocating statement makes (by line: names repeat across partitions)."""
         self.writes: dict[str, int] = {}
         self.barrier_counts: dict[str, int] = {}
         self.inits_unsynced = False
@@ -459,14 +461,28 @@ class Walker:
         self.views[self.result(st)] = (buf, stage, cols)
 
     # shared memory -----------------------------------------------------------------
+    def bind_alloc(self, st: Stmt) -> str:
+        """The result of an allocation names its buffer (a name a sibling partition used is
+        another buffer)."""
+        buf = self.alloc_at[st.line]
+        self.views[self.result(st)] = (buf, 0, None)
+        return buf
+
     def local_alloc(self, st: Stmt) -> None:
+        buf = self.bind_alloc(st)
         if not st.rest.lstrip().startswith("%"):
             return  # an allocation without a value: storage only (parse() declared it)
-        buf = self.result(st).lstrip("%")
         self.written_by_warps(buf)
         md = self.alloc(buf)
         self.ops.append(SmemStore(bytes=max(1, md.stage_bytes // self.role.warps),
                                   dst=Access(buf, 0, self.content(buf), WARP_PART)))
+
+    def tmem_alloc(self, st: Stmt) -> None:
+        buf = self.bind_alloc(st)
+        ops = self.operands(st, 0, "")
+        if ops:  # tmem_alloc %v: the warps store the initial value
+            dst = self.access(self.result(st), st, write=True, part=WARP_PART)
+            self.ops.extend([TmemStore(bytes=max(1, self.alloc(buf).stage_bytes // self.role.warps), dst=dst), WaitSt()])
 
     def local_store(self, st: Stmt) -> None:
         ops = self.operands(st, 2, "%value, %destination")
@@ -813,6 +829,7 @@ _HANDLERS = {
     "ttg.warp_specialize": Walker.warp_specialize,
     **{op: Walker.memdesc_view for op in VIEW_OPS},
     "ttg.local_alloc": Walker.local_alloc,
+    "ttng.tmem_alloc": Walker.tmem_alloc,
     "ttg.local_store": Walker.local_store,
     "ttg.local_load": Walker.local_load,
     "ttg.async_copy_global_to_local": Walker.async_copy,

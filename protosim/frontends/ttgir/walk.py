@@ -745,7 +745,7 @@ class Walker:
             self.role = role
             if region is None:
                 continue
-            outer = (dict(self.env), dict(self.views), set(self.per_cta))
+            outer = (dict(self.env), dict(self.views), set(self.per_cta), dict(self.poisoned))
             for arg, cap in zip(region.args, captured, strict=False):
                 self.copy_taint(arg, cap)
                 if cap in self.env:
@@ -756,10 +756,14 @@ class Walker:
                     self.views[arg] = (cap.lstrip("%"), 0, None)
             self.run(region.stmts)
             if region.label != "default":  # a partition is isolated from above: its names may repeat outer ones
-                self.env, self.views, self.per_cta = outer
+                self.env, self.views, self.per_cta, self.poisoned = outer
         for role in self.roles:  # the op returns once every partition has finished
             self.role = role
             self.sync_all()
+        default = st.region("default")
+        y = next((s for s in default.stmts if s.op == "ttg.warp_yield"), None) if default else None
+        if y is not None and st.results:  # the default region's warp_yield gives the op's results
+            self.carry_out(st, _OPERAND.findall(operand_head(y.rest)))
         self.role = self.roles[0]
 
     def sync_all(self) -> None:

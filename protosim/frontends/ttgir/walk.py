@@ -483,6 +483,7 @@ class Walker:
         if ops:  # tmem_alloc %v: the warps store the initial value
             dst = self.access(self.result(st), st, write=True, part=WARP_PART)
             self.ops.extend([TmemStore(bytes=max(1, self.alloc(buf).stage_bytes // self.role.warps), dst=dst), WaitSt()])
+            self.sync()  # the same lowering as tmem_store: wait::st, then a barrier
 
     def local_store(self, st: Stmt) -> None:
         ops = self.operands(st, 2, "%value, %destination")
@@ -604,6 +605,7 @@ class Walker:
         dst = self.access(dst_tok, st, write=True, part=WARP_PART)
         md = self.alloc(dst.buffer)
         self.ops.extend([TmemStore(bytes=max(1, md.stage_bytes // self.role.warps), dst=dst), WaitSt()])
+        self.sync()  # Triton's lowering: tcgen05.wait::st, then a barrier before any use of the TMEM
 
     def tmem_copy(self, st: Stmt) -> None:
         ops = self.operands(st, 2, "%source, %destination")

@@ -25,6 +25,7 @@ from typing import Any
 
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
 from protosim.frontends.ttgir.text import (
+    _ATTR_DICT,
     _LOOP,
     _OPERAND,
     DEFAULT_MAX_OPS,
@@ -293,7 +294,7 @@ class Walker:
         bits = _bits(t.group(2) or t.group(1)) if t else 64
         src_bits = _bits(t.group(1)) if t else 64
         if st.op == "arith.constant":
-            m = re.match(r'\s*(-?\d+|true|false)\s*(?::\s*(i\d{1,3}|index))?\s*$', st.rest)
+            m = re.match(r'\s*(-?\d+|true|false)\s*(?::\s*(i\d{1,3}|index))?\s*$', _ATTR_DICT.sub("", st.rest))
             if m:
                 v = m.group(1)
                 self.bind(st, {"true": 1, "false": 0}[v] if v in ("true", "false")

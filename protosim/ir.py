@@ -533,6 +533,17 @@ class TmemDealloc(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MbarInval(Op):
+    """``mbarrier.inval``: the memory stops being an mbarrier object, so a later
+    ``mbarrier.init`` of it is a fresh start (Triton's ``ttng.inval_barrier``; a persistent
+    kernel that initialises its barriers per tile invalidates them first)."""
+
+    kind: ClassVar[str] = "mbar_inval"
+    unit: ClassVar[str] = "mbarrier"
+    barrier: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CtaSync(Op):
     """``bar.sync 0``: every thread of the CTA."""
 
@@ -606,7 +617,7 @@ class Sleep(Op):
 OP_TYPES: dict[str, type[Op]] = {
     cls.kind: cls
     for cls in (
-        MbarInit, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
+        MbarInit, MbarInval, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
         BulkWait, ThreadCopy, SmemStore, GlobalStore, Mma, MmaCommit, Wgmma, WgmmaCommit,
         WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
         Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync, WarpSync,

@@ -63,6 +63,10 @@ class UseCounter:
         self._counts[barrier] = use + 1
         return use
 
+    def reset(self, barrier: str) -> None:
+        """Start ``barrier`` over at use 0: it was re-initialised (``mbarrier.inval`` then ``init``)."""
+        self._counts.pop(barrier, None)
+
     def last(self, barrier: str) -> int:
         """The use taken most recently (0 before any: a wait or a copy written before the
         fill that opens it belongs to the first phase)."""

@@ -17,7 +17,7 @@ from protosim.engine import resolve
 from protosim.engine.order import join_into
 from protosim.engine.state import THREADS, BarrierCell, CtaState, Wakeup, WarpState
 from protosim.engine.units.base import Handler, Unit
-from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, Op, Wait
+from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, MbarInval, Op, Wait
 from protosim.ptx import mbarrier as mb
 
 class MBarrierUnit(Unit):
@@ -33,6 +33,7 @@ class MBarrierUnit(Unit):
         arrive_cost = lambda w, op: a.arrive_cycles  # noqa: E731
         return {
             MbarInit: Handler(lambda w, op: a.mbar_init_cycles, self.init),
+            MbarInval: Handler(lambda w, op: a.mbar_init_cycles, self.inval),
             Arrive: Handler(arrive_cost, self.arrive),
             ExpectTx: Handler(arrive_cost, self.expect_tx),
             ArriveExpectTx: Handler(arrive_cost, self.arrive_expect_tx),
@@ -87,6 +88,10 @@ class MBarrierUnit(Unit):
         if len(w.cta.peers) > 1:  # peers may use it: the cluster checker orders their ops after this
             m = self.m
             m.log.emit(m.env.now, "init", w.cta.index, w.who, i, barrier=op.barrier, warp=w.g, at=w.tick()[w.g])
+
+    def inval(self, w: WarpState, i: int, op: MbarInval) -> None:
+        cell = resolve.barrier(w.cta, op.barrier)
+        self.apply(w.cta, w.who, i, cell, mb.inval(cell.state), "inval")
 
     def _arrive_n(self, w: WarpState, i: int, op: Op, cta: CtaState, cell: BarrierCell, threads: int, fn,
                   clock: tuple[int, ...], writes: tuple[int, ...]) -> None:

@@ -605,10 +605,11 @@ def notes_for(variant: dict, cap: int, ttgir: str, md: dict) -> list[str]:
 
 
 def silicon_notes(out: Path, file: str) -> list[str]:
-    """One line per run of this record found in <out>/silicon/*.jsonl (corpus_run.py's
-    output), so the index says what the GPU did with it."""
+    """One line per run of this record found in results/silicon/triton/*corpus*.jsonl
+    (corpus_run.py's output, kept with the other hardware evidence), so the index says
+    what the GPU did with it."""
     notes = []
-    for path in sorted((out / "silicon").glob("*.jsonl")):
+    for path in sorted((Path(__file__).resolve().parents[2] / "results" / "silicon" / "triton").glob("*corpus*.jsonl")):
         for line in path.read_text().splitlines():
             try:
                 row = json.loads(line)
@@ -618,7 +619,7 @@ def silicon_notes(out: Path, file: str) -> list[str]:
                 continue
             chk = row.get("check") or {}
             extra = (f", {chk['nonfinite']}/{chk['elements']} outputs non-finite" if chk.get("nonfinite") else "")
-            notes.append(f"{row.get('gpu')} (triton {row.get('triton')}, commit {row.get('commit')}, silicon/{path.name}): "
+            notes.append(f"{row.get('gpu')} (triton {row.get('triton')}, commit {row.get('commit')}, {path.name}): "
                          f"{row.get('outcome')}{extra}, max_rel_err {row.get('max_rel_err')}, ttgir_match "
                          f"{row.get('ttgir_match')}, kernel median {(row.get('kernel_us') or {}).get('median')} us")
     return notes

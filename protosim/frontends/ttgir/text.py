@@ -433,6 +433,7 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
                        "follow a module Triton wrote; the text is hand-edited or two files were joined")
 
     allocs = {}
+    indexed = _indexed_allocs(stack[0])
     for st in _walk(stack[0]):
         if st.op in ("ttg.local_alloc", "ttng.tmem_alloc"):
             md = _MEMDESC.search(st.rest)
@@ -450,6 +451,8 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
             barrier = elem == "i64" and st.op == "ttg.local_alloc" and not from_value
             if barrier:  # memdesc<Nx1xi64> / memdesc<Nxi64>: N mbarriers
                 stages, tile = dims[0], dims[1:] or (1,)
+            elif len(dims) >= 2 and not from_value and st.line in indexed:  # memdesc<S x tile>, indexed by stage
+                stages, tile = dims[0], dims[1:]
             elif from_value or len(dims) <= 2:
                 stages, tile = 1, dims
             else:  # memdesc<S x tile>: a ring of S stages
@@ -467,6 +470,44 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
                 module_shared=int(shared.group(1)) if shared else None, module_tmem=int(tmem.group(1)) if tmem else None)
     mod.live_peak = _live_peak(stack[0], allocs)
     return mod
+
+
+_PAIR = re.compile(r'(%[\w.\-]+)\s*=\s*(%[\w.\-]+(?:#\d+)?)')
+
+
+def _indexed_allocs(body: list[Stmt]) -> set[int]:
+    """The lines of the allocations some ``ttg.memdesc_index`` takes a stage of (directly, or
+    through a view, a loop's carried value or a warp_specialize capture): their first
+    dimension is a ring of stages (``memdesc<3x128xf16>`` indexed is 3 stages of 128)."""
+    root: dict[str, int] = {}
+    out: set[int] = set()
+
+    def visit(stmts: list[Stmt]) -> None:
+        for st in stmts:
+            ops = [o.split("#")[0] for o in _OPERAND.findall(operand_head(st.rest))]
+            if st.op in ("ttg.local_alloc", "ttng.tmem_alloc") and st.results:
+                root[st.results[0].split(":")[0]] = st.line
+            elif st.op == "ttg.memdesc_index" and ops and ops[0] in root:
+                out.add(root[ops[0]])
+            else:
+                for name, init in _PAIR.findall(st.rest):  # scf.for iter_args
+                    if init.split("#")[0] in root:
+                        root[name] = root[init.split("#")[0]]
+            if st.op not in ("ttg.local_alloc", "ttng.tmem_alloc", "ttg.memdesc_index") and st.results:
+                src = next((o for o in ops if o in root), None)
+                if src is not None:
+                    root[st.results[0].split(":")[0]] = root[src]
+            if st.op == "ttg.warp_specialize":
+                caps = [o.split("#")[0] for o in _OPERAND.findall(st.rest.split(")")[0])]
+                for reg in st.regions:
+                    for arg, cap in zip(reg.args, caps, strict=False):
+                        if cap in root:
+                            root[arg] = root[cap]
+            for reg in st.regions:
+                visit(reg.stmts)
+
+    visit(body)
+    return out
 
 
 def _live_peak(body: list[Stmt], allocs: dict[str, MemDesc]) -> int:

@@ -155,7 +155,7 @@ def test_a_missing_launch_value_names_the_argument(tmp_path):
 
 def test_triton_runs_on_the_h200_were_recorded_correct():
     rows = [json.loads(line) for p in (RESULTS / "triton").glob("*.jsonl") for line in p.read_text().splitlines()]
-    rows = [r for r in rows if r["kind"] == "triton"]  # Triton's kernels as Triton compiled them (no edits)
+    rows = [r for r in rows if r.get("kind") == "triton"]  # Triton's kernels as Triton compiled them (no edits; the corpus runs have no kind)
     assert rows and all(r["gpu"] == "NVIDIA H200" and r["triton"] for r in rows)
     assert {r["outcome"] for r in rows} == {"correct"}
     assert {r["name"] for r in rows} >= {"seed_64x32x64_s2", "k256_s2", "k256_s3", "k256_s4", "tma_k256_s3"}
@@ -171,3 +171,15 @@ def test_edited_ttgir_runs_on_the_h200_match_the_findings():
     assert seen["triton_own"] == {"correct"}
     assert "wrong" in seen["async_wait_plus_2"] and "wrong" in seen["copy_aliased_onto_read_stage"]
     assert all(r["gpu"] == "NVIDIA H200" for r in rows)
+
+
+def test_a_barrier_used_before_its_init_is_judged_not_refused(tmp_path):
+    """Gluon lets a kernel wait on a barrier it never initialised (Triton's sanitizer test
+    test_barrier_use_without_init): the reader keeps the op, the replay reports it."""
+    text = (FIXTURES / "tma_k256_s3.sm90.ttgir").read_text()
+    line = next(ln for ln in text.splitlines() if "ttng.init_barrier %acc_8," in ln)
+    path = tmp_path / "tma_k256_s3.sm90.ttgir"
+    path.write_text(text.replace(line + "\n", ""))
+    (tmp_path / "tma_k256_s3.sm90.launch.json").write_text((FIXTURES / "tma_k256_s3.sm90.launch.json").read_text())
+    verdict, _ = judge(read(path)[0])
+    assert "use_before_init" in verdict.kinds()

@@ -190,7 +190,6 @@ CASES: list[tuple[str, str, Any, Any, Any, tuple[str, ...]]] = [
      ("line 68", "shared memory", "101,376")),
     ("a barrier count of 0", TMA, sub("ttng.init_barrier %acc_8, 1", "ttng.init_barrier %acc_8, 0"), None, None,
      ("line 45", "count", ">= 1")),
-    ("a barrier used before its init", TMA, drop("ttng.init_barrier %acc_8,"), None, None, ("init_barrier", "acc[0]")),
     ("a wait on a data buffer", TMA, sub("ttng.wait_barrier %acc_33", "ttng.wait_barrier %a_6"), None, None,
      ("ttng.wait_barrier", "mbarrier")),
     # the launch JSON

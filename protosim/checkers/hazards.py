@@ -14,7 +14,9 @@ for stages written piecewise by warps), a read of content *c* over
 * no *earlier-issued* write of other content lands after the *c* write --
   otherwise ``raw_hazard`` (stale data landed on top).
 
-Writes of the same content (a duplicated TMA) never conflict.  Each hazardous
+Writes of the same content (a duplicated TMA) never conflict.  A read with no content
+expects nothing in particular (the TTGIR reader's read of memory no op of the kernel
+writes): it is not judged here -- what it reads is uninitialised, not raced.  Each hazardous
 read names its output tile, which is how a verdict knows which tiles come out
 wrong.  One finding per read op (not per part).
 """
@@ -53,6 +55,8 @@ def check(result) -> list[Finding]:
         nparts = cells.parts[buffer]
         by_cell = _index_writes(writes.get(key, []), cells, buffer)
         for r in rs:
+            if not r.data["content"]:
+                continue  # a read that expects nothing in particular (memory nobody writes: not a protocol's data)
             for cell in cells.of(r):
                 hazard = _judge(r, by_cell[cell])
                 if hazard is not None:

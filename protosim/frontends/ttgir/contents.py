@@ -20,7 +20,9 @@ there for the phase it waited on -- and a wait that returns early (a parity not 
 or is missing leaves a read that expects data which has not landed: a ``raw_hazard``.
 A single-stream pipeline (no partitions) gets "the newest write issued before the read",
 which is what Triton's software pipeline means.  A read of a stage nobody wrote, or whose
-writer the role never synchronised with, expects ``<buf>[<stage>]#unwritten``.
+writer the role never synchronised with, expects ``<buf>[<stage>]#unwritten``; a read of a
+stage no op of the kernel writes expects nothing (``""``: uninitialised memory is not a race,
+and the hazards checker leaves it alone).
 """
 
 from __future__ import annotations
@@ -107,8 +109,10 @@ def _released(roles: list[list[Op]]) -> dict[tuple[str, int, int], View]:
     return out
 
 
-def _tag(access: Access, view: View) -> Access:
+def _tag(access: Access, view: View, written: set[Key]) -> Access:
     key = (access.buffer, access.stage)
+    if key not in written:  # no op of the kernel writes it: uninitialised memory, no protocol's data
+        return dataclasses.replace(access, content="")
     return dataclasses.replace(access, content=view.get(key, f"{access.buffer}[{access.stage}]#unwritten"))
 
 
@@ -116,6 +120,7 @@ def resolve(roles: list[list[Op]]) -> list[list[Op]]:
     """Each role's ops with every read's ``content`` set to what the role expects there
     (see the module docstring).  ``roles``: each role's ops in program order."""
     released = _released(roles)
+    written = {(w.buffer, w.stage) for ops in roles for op in ops for w in _writes(op)}
     out = []
     for ops in roles:
         view: View = {}
@@ -130,7 +135,8 @@ def resolve(roles: list[list[Op]]) -> list[list[Op]]:
                 changes = {}
                 for f in fields:
                     value = getattr(op, f)
-                    changes[f] = tuple(_tag(a, view) for a in value) if isinstance(value, tuple) else _tag(value, view)
+                    changes[f] = (tuple(_tag(a, view, written) for a in value) if isinstance(value, tuple)
+                                  else _tag(value, view, written))
                 op = dataclasses.replace(op, **changes)
             for w in _writes(op):
                 _merge(view, {(w.buffer, w.stage): w.content})

@@ -7,7 +7,8 @@ timing: an access is ordered after another only if the issuing warp had learnt
 had completed.  Per buffer stage and part, in issue order:
 
 * a read of content *c* must be ordered after the write that produced *c*
-  (otherwise ``raw_race``: the reader may run ahead of the data);
+  (otherwise ``raw_race``: the reader may run ahead of the data); a read that expects no
+  content in particular, after the newest write issued before it;
 * a write must be ordered after every read of the previous contents
   (otherwise ``war_race``: it may overwrite data still being read).
 
@@ -108,12 +109,15 @@ def check(result) -> list[Finding]:
     for (_cta, buffer, stage, cell), events in streams.items():
         part = cells.split(cell)
         last_write_of: dict[str, object] = {}
+        last_write = None
         reads_since_write: list = []
         for e in events:
             d = e.data
             clock = d["clock"]
             if d["mode"] == "r":
-                w = last_write_of.get(d["content"])
+                # A read that expects nothing in particular (the TTGIR reader's read of a stage its
+                # role never wrote or acquired) races with the newest write it does not know of.
+                w = last_write_of.get(d["content"]) if d["content"] else last_write
                 if w is not None and not knowledge.known(w, clock):
                     _add(findings, RAW, e, w, buffer, stage, part,
                          f"its issuer had not observed the write of {d['content']} by {w.who} op #{w.op} complete")
@@ -129,6 +133,7 @@ def check(result) -> list[Finding]:
                         break
                 reads_since_write = []
                 last_write_of[content] = e
+                last_write = e
     return sorted(findings.values(), key=lambda f: f.cycle)
 
 

@@ -63,6 +63,12 @@ class UseCounter:
         self._counts[barrier] = use + 1
         return use
 
+    def copy(self) -> UseCounter:
+        """A counter that goes on from this one's counts (a role that starts after them)."""
+        c = UseCounter()
+        c._counts = dict(self._counts)
+        return c
+
     def reset(self, barrier: str) -> None:
         """Start ``barrier`` over at use 0: it was re-initialised (``mbarrier.inval`` then ``init``)."""
         self._counts.pop(barrier, None)

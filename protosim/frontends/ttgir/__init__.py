@@ -172,7 +172,7 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     tmem = [m for m in mod.allocs.values() if m.space == "tmem"]
     per_walk = []
     for w in walkers:
-        role_ops = resolve([r.ops for r in w.roles])
+        role_ops = resolve([r.ops for r in w.roles], w.pipelined)
         if tmem:  # Triton allocates the kernel's TMEM once, at entry, and frees it at exit (AllocateTensorMemory)
             columns = _tmem_columns(mod, tmem)
             role_ops[0] = [TmemAlloc(columns=columns, issuer="warp0"), *role_ops[0],

@@ -17,12 +17,13 @@ is there.
 
 So a consumer partition's read of stage s expects the tile the producer's TMA load put
 there for the phase it waited on -- and a wait that returns early (a parity not flipped)
-or is missing leaves a read that expects data which has not landed: a ``raw_hazard``.
-A single-stream pipeline (no partitions) gets "the newest write issued before the read",
-which is what Triton's software pipeline means.  A read of a stage nobody wrote, or whose
-writer the role never synchronised with, expects ``<buf>[<stage>]#unwritten``; a read of a
-stage no op of the kernel writes expects nothing (``""``: uninitialised memory is not a race,
-and the hazards checker leaves it alone).
+leaves a read that expects data which has not landed: a ``raw_hazard``.  A read whose role
+holds nothing for the stage (no wait at all) expects nothing in particular; the races
+checker judges it by happens-before.
+In a single stream (no partitions), a ring buffer filled only by copies from global memory and
+read no more often than filled is paired in order instead: its n-th read means the n-th tile
+copied in (:func:`_streamed`), which is what Triton's software pipeline means -- so a copy
+aliased onto the stage being read is a hazard even where the stage holds an older tile.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from protosim.ir import (
     Access,
     Arrive,
     ArriveExpectTx,
+    CpAsync,
     LocalLoad,
     MbarInit,
     Mma,
@@ -91,6 +93,34 @@ class _Epochs:
         return barrier, self.inits.get(barrier, 1), use
 
 
+def _stream_contents(ops: list[Op], streamed: dict[str, list[str]]) -> list[Op]:
+    """Tag the reads of streamed buffers (:func:`_streamed`) in order; other reads are left
+    for the view rule (they keep an empty content until :func:`resolve` tags them)."""
+    count: dict[str, int] = {}
+    filled: dict[str, int] = {}
+
+    def tag(a: Access) -> Access:
+        if a.buffer not in streamed or a.content:
+            return a
+        n = count.get(a.buffer, 0)
+        count[a.buffer] = n + 1
+        if n >= filled.get(a.buffer, 0):  # a read cannot mean a copy issued after it
+            return a
+        return dataclasses.replace(a, content=streamed[a.buffer][n])
+
+    out = []
+    for op in ops:
+        for w in _writes(op):
+            filled[w.buffer] = filled.get(w.buffer, 0) + 1
+        fields = _READ_FIELDS.get(type(op))
+        if fields:
+            changes = {f: tuple(tag(a) for a in getattr(op, f)) if isinstance(getattr(op, f), tuple)
+                       else tag(getattr(op, f)) for f in fields}
+            op = dataclasses.replace(op, **changes)
+        out.append(op)
+    return out
+
+
 def _released(roles: list[list[Op]]) -> dict[tuple[str, int, int], View]:
     """What each phase carries: the arriving roles' views at their arrivals, plus the bytes
     of the TMA loads that complete on it."""
@@ -109,18 +139,48 @@ def _released(roles: list[list[Op]]) -> dict[tuple[str, int, int], View]:
     return out
 
 
-def _tag(access: Access, view: View, written: set[Key]) -> Access:
-    key = (access.buffer, access.stage)
-    if key not in written:  # no op of the kernel writes it: uninitialised memory, no protocol's data
-        return dataclasses.replace(access, content="")
-    return dataclasses.replace(access, content=view.get(key, f"{access.buffer}[{access.stage}]#unwritten"))
+def _tag(access: Access, view: View) -> Access:
+    """The read expects what its role's view holds there; where the view holds nothing (the
+    role neither wrote the stage nor acquired a write of it) it expects nothing in
+    particular: either the memory is uninitialised, or another role's write is unordered with
+    the read -- which the races checker reports by the vector clocks, whatever the data."""
+    if access.content:  # tagged by the stream rule
+        return access
+    return dataclasses.replace(access, content=view.get((access.buffer, access.stage), ""))
 
 
-def resolve(roles: list[list[Op]]) -> list[list[Op]]:
+def _streamed(ops: list[Op], pipelined: set[str]) -> dict[str, list[str]]:
+    """A single stream's ring buffers: those only ever filled by copies from global memory
+    (cp.async, TMA) and read no more often than filled -- Triton's software pipeline.  Its
+    n-th read of such a buffer means the n-th tile copied in, whatever stage the code
+    computes (so a copy aliased onto the stage being read is a hazard even when the stage
+    holds an older, landed tile).  Only buffers filled inside a loop (``pipelined``) qualify:
+    straight-line code reads the stage it names.  Buffer -> its writes' contents in program order."""
+    fills: dict[str, list[str]] = {}
+    other: set[str] = set()
+    reads: dict[str, int] = {}
+    for op in ops:
+        for w in _writes(op):
+            if isinstance(op, (CpAsync, TmaLoad)):
+                fills.setdefault(w.buffer, []).append(w.content)
+            else:
+                other.add(w.buffer)
+        for f in _READ_FIELDS.get(type(op), ()):
+            value = getattr(op, f)
+            for a in value if isinstance(value, tuple) else (value,):
+                reads[a.buffer] = reads.get(a.buffer, 0) + 1
+    return {b: c for b, c in fills.items() if b in pipelined and b not in other and reads.get(b, 0) <= len(c)}
+
+
+def resolve(roles: list[list[Op]], pipelined: set[str] = frozenset()) -> list[list[Op]]:
     """Each role's ops with every read's ``content`` set to what the role expects there
-    (see the module docstring).  ``roles``: each role's ops in program order."""
+    (see the module docstring).  ``roles``: each role's ops in program order; ``pipelined``:
+    the buffers copied into inside a loop."""
+    if len(roles) == 1:
+        streamed = _streamed(roles[0], set(pipelined))
+        if streamed:
+            roles = [_stream_contents(roles[0], streamed)]
     released = _released(roles)
-    written = {(w.buffer, w.stage) for ops in roles for op in ops for w in _writes(op)}
     out = []
     for ops in roles:
         view: View = {}
@@ -135,8 +195,8 @@ def resolve(roles: list[list[Op]]) -> list[list[Op]]:
                 changes = {}
                 for f in fields:
                     value = getattr(op, f)
-                    changes[f] = (tuple(_tag(a, view, written) for a in value) if isinstance(value, tuple)
-                                  else _tag(value, view, written))
+                    changes[f] = (tuple(_tag(a, view) for a in value) if isinstance(value, tuple)
+                                  else _tag(value, view))
                 op = dataclasses.replace(op, **changes)
             for w in _writes(op):
                 _merge(view, {(w.buffer, w.stage): w.content})

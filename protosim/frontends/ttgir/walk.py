@@ -128,6 +128,9 @@ class Walker:
         self.pid = (cta % gx, cta // gx % gy, cta // (gx * gy))
         self.per_cta: set[str] = set()
         """Values computed from the program id: they may differ between CTAs."""
+        self.loop_depth = 0
+        self.pipelined: set[str] = set()
+        """Buffers a copy from global memory fills inside a loop: Triton's pipelined rings."""
         self.per_cta_control = False
         """Such a value decided what ops run: each CTA needs a walk of its own."""
         self.env: dict[str, Any] = {}
@@ -417,13 +420,20 @@ class Walker:
         self.role.written_since_sync.add(buf)
 
     def wait_use(self, name: str, parity: int) -> int:
-        """The phase a role's wait is for: its n-th wait on the barrier waits for phase
-        n, or n - 1 when its first wait passed parity 1 (a producer's wait for a free
-        slot, which passes at once on a fresh barrier).  A later wait whose parity breaks
-        that alternation is what ``wrong_parity`` reports."""
-        n, offset = self.role.waits.get(name, (0, -(parity & 1)))
-        self.role.waits[name] = (n + 1, offset)
-        return n + offset
+        """The phase a role's wait is for.  Its first wait on a barrier is for the earliest
+        phase the parity can name that is not already known complete before it -- the phases
+        this role saw filled or released (its own uses, and those made before it started:
+        the default warps' arrivals ahead of ``warp_specialize``), less one: on a fresh
+        barrier parity 0 is phase 0 and parity 1 is phase -1 (a producer's wait for a free
+        slot, which passes at once).  Each later wait is for the next phase, so a wait whose
+        parity breaks the alternation is what ``wrong_parity`` reports."""
+        if name not in self.role.waits:
+            base = self.role.uses.count(name) - 1
+            first = base if base % 2 == parity else base + 1
+            self.role.waits[name] = (0, first)
+        n, first = self.role.waits[name]
+        self.role.waits[name] = (n + 1, first)
+        return first + n
 
     # -- statements -------------------------------------------------------------
     def run(self, stmts: list[Stmt]) -> None:
@@ -456,7 +466,7 @@ class Walker:
                                f"has {stages} stage(s) (0..{stages - 1}): a stage outside its buffer")
             stage = idx
         elif st.op == "ttng.tmem_subslice":
-            n = self.attr(st, r'N\s*=\s*(\d+)', "{N = column} attribute")
+            n = self.attr(st, r'\b(?:N|offset)\s*=\s*(\d+)', "{N = column} (3.6) / {offset = column} (3.9) attribute")
             width = re.findall(r'memdesc<(?:\d+x)*(\d+)x\w+', st.rest)
             lo = (cols[0] if cols else 0) + n * max(1, self.alloc(buf).columns // max(1, self.alloc(buf).tile[-1]))
             cols = (lo, lo + (int(width[-1]) if width else 1))
@@ -509,6 +519,8 @@ class Walker:
         buf, stage = self.buffer_of(dst, st)
         self.before_write(buf)
         md = self.alloc(buf)
+        if self.loop_depth:
+            self.pipelined.add(buf)
         self.ops.append(CpAsync(bytes=max(1, md.stage_bytes // self.role.warps),
                                 dst=Access(buf, stage, self.content(buf), WARP_PART), src=f"{buf}@{self.writes[buf] - 1}"))
 
@@ -652,6 +664,11 @@ class Walker:
         count = self.attr(st, r',\s*([-+]?\d+)', "arrival count", low=1)
         if self.predicate(st, ops[1] if len(ops) > 1 else None):
             per_thread = "perThread" in st.rest
+            if not per_thread:
+                # Triton lowers the leader arrive as a barrier of the role's warps, then thread 0's
+                # mbarrier.arrive (PTX of Triton 3.6 and 3.9: `bar.sync N, 32*W` before `@p mbarrier.arrive`),
+                # so every warp's earlier shared-memory accesses are ordered before the arrival.
+                self.sync()
             self.ops.append(Arrive(barrier=name, use=self.role.uses.take(name), count=count,
                                    issuer="all" if per_thread else "one"))
 
@@ -683,6 +700,8 @@ class Walker:
         after = ops[ops.index(bar_tok) + 1:]
         if self.predicate(st, after[0] if after else None):
             md = self.alloc(buf)
+            if self.loop_depth:
+                self.pipelined.add(buf)
             self.ops.append(TmaLoad(barrier=name, use=self.role.uses.last(name), bytes=md.stage_bytes,
                                     dst=self.access(dst, st, write=True), issuer="one"))
 
@@ -744,6 +763,10 @@ class Walker:
         for role in self.roles:  # the workers are released into their partitions
             self.role = role
             self.sync_all()
+            if role is not self.roles[0]:
+                # Arrivals the default warps made before the op precede every partition's: a
+                # partition's n-th arrival on such a barrier completes a later phase.
+                role.uses = self.roles[0].uses.copy()
         for role, region in zip(self.roles, [st.region("default")] + [r for r in st.regions
                                                                       if r.label.startswith("partition")], strict=True):
             self.role = role
@@ -814,7 +837,11 @@ class Walker:
                 self.set_value(name, v, pz)
                 if vw is not None:
                     self.views[name] = vw
-            self.run(body)
+            self.loop_depth += 1
+            try:
+                self.run(body)
+            finally:
+                self.loop_depth -= 1
             yielded = _OPERAND.findall(operand_head(y.rest)) if y else []
             values = [self.env.get(t) for t in yielded]
             poisons = [self.poisoned.get(t) for t in yielded]
@@ -823,10 +850,13 @@ class Walker:
             i += step
         if st.results:
             base = st.results[0].split(":")[0]
-            for j, (v, vw, pz) in enumerate(zip(values, views, poisons, strict=False)):
-                self.set_value(f"{base}#{j}", v, pz)
-                if vw is not None:
-                    self.views[f"{base}#{j}"] = vw
+            for j, (v, vw, pz, src) in enumerate(zip(values, views, poisons, sources, strict=False)):
+                # A loop of one result is used as %r, of several as %r#j.
+                for name in ([base] if j == 0 else []) + [f"{base}#{j}"]:
+                    self.set_value(name, v, pz)
+                    self.copy_taint(name, src)
+                    if vw is not None:
+                        self.views[name] = vw
 
 
 _HANDLERS = {

@@ -1,0 +1,121 @@
+"""Predicted vs measured kernel time for the corpus's sm_90 kernels (Triton and Gluon).
+
+    python -m kernels.triton.predicted_vs_measured --measured results/silicon/triton/X.jsonl [...] [--json]
+
+Reads each measured record's saved TTGIR (tests/fixtures/triton/...), replays it nominally
+on the h200 profile at the record's own launch (every CTA), and prints predicted time,
+measured kernel-only time (min over repetitions, from ``corpus_run`` / ``gluon_run``),
+their ratio, and for matmuls the predicted and measured TFLOP/s next to the roof.
+
+The roof is what this H200 was measured to do: torch's fp16 GEMM (cuBLAS) at 4096^3,
+757.0 TFLOP/s (results/silicon, docs/crosscheck.md); NVIDIA's datasheet gives 989.5 TFLOP/s
+dense FP16 at the boost clock.  A prediction above the measured roof is flagged ``ROOF``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from protosim.frontends.ttgir import TtgirError, read
+from protosim.verdict import judge
+
+FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "triton"
+ROOF_TFLOPS = 757.0
+"""torch fp16 GEMM 4096^3 on this H200, mean of 20 launches (issue 13's bench; docs/crosscheck.md)."""
+DATASHEET_TFLOPS = 989.5
+"""NVIDIA H200 SXM datasheet, dense FP16/BF16 tensor core."""
+
+
+def _measured_us(rec: dict) -> float | None:
+    if isinstance(rec.get("kernel_us"), dict):
+        return rec["kernel_us"].get("min")
+    if rec.get("time_ms_min") is not None:
+        return rec["time_ms_min"] * 1000.0
+    return None
+
+
+def _flops(index_rec: dict | None) -> float | None:
+    """2*M*N*K for a matmul record of the Triton corpus (its reference says which tensors)."""
+    if not index_rec or (index_rec.get("reference") or {}).get("op") != "matmul":
+        return None
+    ref, tensors = index_rec["reference"], index_rec.get("tensors", {})
+    a, out = tensors.get(ref.get("a"), {}).get("shape"), tensors.get(ref.get("out"), {}).get("shape")
+    if not a or not out:
+        return None
+    return 2.0 * out[0] * out[1] * a[1]
+
+
+def rows(measured_files: list[Path]) -> list[dict]:
+    index = {}
+    for corpus in ("corpus", "gluon"):
+        for r in json.loads((FIXTURES / corpus / "index.json").read_text()):
+            index[r["file"].removesuffix(".ttgir")] = (corpus, r)
+    out = []
+    for mf in measured_files:
+        for line in mf.read_text().splitlines():
+            rec = json.loads(line)
+            key = (rec.get("file") or rec.get("record") or "").removesuffix(".ttgir")
+            if key not in index or rec.get("outcome") not in ("correct", "completed"):
+                continue
+            corpus, irec = index[key]
+            if irec.get("expected") not in ("correct", "clean"):
+                continue
+            row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec)}
+            try:
+                schedule, _ = read(FIXTURES / corpus / f"{key}.ttgir")
+                verdict, _ = judge(schedule)
+                row["predicted_us"] = verdict.timing.microseconds
+                row["findings"] = verdict.kinds()
+            except TtgirError as e:
+                row["refused"] = str(e).split(": ", 1)[-1][:160]
+            flops = _flops(irec)
+            if flops and row.get("predicted_us"):
+                row["predicted_tflops"] = flops / row["predicted_us"] / 1e6
+                if row["measured_us"]:
+                    row["measured_tflops"] = flops / row["measured_us"] / 1e6
+            out.append(row)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernels.triton.predicted_vs_measured", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--measured", nargs="+", type=Path, required=True, help="JSON lines from corpus_run / gluon_run")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    missing = [str(p) for p in args.measured if not p.is_file()]
+    if missing:
+        print(f"no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    table = rows(args.measured)
+    if args.json:
+        for r in table:
+            print(json.dumps(r))
+        return 0
+    print(f"roof: {ROOF_TFLOPS} TFLOP/s measured (torch fp16 GEMM 4096^3 on this H200); datasheet {DATASHEET_TFLOPS}")
+    print("| kernel | predicted us | measured us (min) | predicted / measured | predicted TFLOP/s | measured TFLOP/s |")
+    print("|---|---|---|---|---|---|")
+    ratios = []
+    for r in table:
+        if "refused" in r:
+            print(f"| {r['file']} | refused: {r['refused']} | | | | |")
+            continue
+        p, m = r.get("predicted_us"), r.get("measured_us")
+        ratio = p / m if p and m else None
+        if ratio:
+            ratios.append(ratio)
+        pt, mt = r.get("predicted_tflops"), r.get("measured_tflops")
+        flag = " ROOF" if pt and pt > ROOF_TFLOPS else ""
+        print(f"| {r['file']} | {p:.1f} | {m:.1f} | {ratio:.2f} | {f'{pt:.0f}{flag}' if pt else ''} | "
+              f"{f'{mt:.0f}' if mt else ''} |" if ratio else f"| {r['file']} | {p} | {m} | | | |")
+    if ratios:
+        ratios.sort()
+        print(f"\n{len(ratios)} kernels: predicted/measured median {ratios[len(ratios) // 2]:.2f}, "
+              f"min {ratios[0]:.2f}, max {ratios[-1]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

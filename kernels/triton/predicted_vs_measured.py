@@ -1,6 +1,8 @@
-"""Predicted vs measured kernel time for the corpus's sm_90 kernels (Triton and Gluon).
+"""Predicted vs measured kernel time for the corpus's sm_90 kernels (Triton and Gluon), and
+whether each outcome the H200 showed is one the simulator reaches.
 
     python -m kernels.triton.predicted_vs_measured --measured results/silicon/triton/X.jsonl [...] [--json]
+    python -m kernels.triton.predicted_vs_measured --outcomes --measured results/silicon/triton/X.jsonl [...]
 
 Reads each measured record's saved TTGIR (tests/fixtures/triton/...), replays it nominally
 on the h200 profile at the record's own launch (every CTA), and prints predicted time,
@@ -80,15 +82,70 @@ def rows(measured_files: list[Path]) -> list[dict]:
     return out
 
 
+SILICON_OUTCOME = {"correct": "correct", "wrong": "wrong", "timeout": "deadlock", "fault": "fault"}
+"""A runner's outcome -> the simulator's outcome class (``completed``: the kernel ran to its end
+without a reference to check it against: correct or wrong; ``error`` rows carrying a launch
+failure are faults)."""
+
+
+def outcome_rows(measured_files: list[Path], runs: int = 12, cta_cap: int = 8) -> list[dict]:
+    """Every measured record of a kernel in the corpus: the H200's outcome, and the outcome
+    set of ``explore`` on the saved TTGIR (launch capped at ``cta_cap`` CTAs)."""
+    from protosim.verdict import explore
+
+    index = {}
+    for corpus in ("corpus", "gluon"):
+        for r in json.loads((FIXTURES / corpus / "index.json").read_text()):
+            index[r["file"].removesuffix(".ttgir")] = (corpus, r)
+    out = []
+    for mf in measured_files:
+        for line in mf.read_text().splitlines():
+            rec = json.loads(line)
+            key = (rec.get("file") or rec.get("record") or "").removesuffix(".ttgir")
+            if key not in index or rec.get("edit_file"):
+                continue
+            corpus, irec = index[key]
+            got = rec.get("outcome")
+            if got == "error" and "launch failure" in str(rec.get("error", "")):
+                got = "fault"
+            if got not in ("correct", "wrong", "timeout", "fault", "completed"):
+                continue
+            path = FIXTURES / corpus / f"{key}.ttgir"
+            launch = json.loads((path.with_name(path.name.replace(".ttgir", ".launch.json"))).read_text())
+            schedule, _ = read(path, launch={"ctas": min(cta_cap, launch.get("ctas", 1))})
+            outcomes = explore(schedule, runs=runs)
+            reached = set(outcomes.classes)
+            want = {"correct", "wrong"} if got == "completed" else {SILICON_OUTCOME[got]}
+            out.append({"file": key, "expected": irec.get("expected"), "silicon": got, "simulator": sorted(reached),
+                        "agrees": bool(want & reached)})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernels.triton.predicted_vs_measured", description=__doc__.split("\n\n")[0])
     ap.add_argument("--measured", nargs="+", type=Path, required=True, help="JSON lines from corpus_run / gluon_run")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--outcomes", action="store_true", help="outcome agreement instead of timing")
+    ap.add_argument("--runs", type=int, default=12, help="explore replays per kernel (--outcomes)")
     args = ap.parse_args(argv)
     missing = [str(p) for p in args.measured if not p.is_file()]
     if missing:
         print(f"no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if args.outcomes:
+        table = outcome_rows(args.measured, runs=args.runs)
+        if args.json:
+            for r in table:
+                print(json.dumps(r))
+            return 0
+        print("| kernel | expected | H200 | simulator's outcome set (explore, <= 8 CTAs) | agrees |")
+        print("|---|---|---|---|---|")
+        for r in table:
+            print(f"| {r['file']} | {r['expected']} | {r['silicon']} | {', '.join(r['simulator'])} | "
+                  f"{'yes' if r['agrees'] else '**no**'} |")
+        n = sum(r["agrees"] for r in table)
+        print(f"\n{n}/{len(table)} H200 outcomes are in the simulator's outcome set")
+        return 0
     table = rows(args.measured)
     if args.json:
         for r in table:

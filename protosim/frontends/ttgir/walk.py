@@ -647,6 +647,10 @@ class Walker:
         ops = self.operands(st, 1, "%barrier")
         name = self.barrier_of(ops[0], st)
         self.initialized(name, st)
+        # membar: the warps' waits read the barrier's word and thread 0's inval writes it -- a
+        # barrier of the role goes between (Triton's membar pass; the waits would otherwise poll
+        # an invalidated object).
+        self.sync()
         self.ops.append(MbarInval(barrier=name, issuer="one"))
 
     def barrier_expect(self, st: Stmt) -> None:

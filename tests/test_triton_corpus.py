@@ -41,9 +41,6 @@ _REASONS = {
     "ws_alias_views-missing_disjoint": (
         "the partitions use disjoint subslices of one buffer; a shared-memory subslice is modelled as its whole "
         "stage, so the reader sees a war_race that disjoint ranges cannot have"),
-    "ws_fence_before_tma_store-none": (
-        "a missing fence.proxy.async between generic-proxy stores and a TMA store's read is not modelled"),
-    "ws_fence_before_tma_store-producer_after_arrive": "as ws_fence_before_tma_store-none",
 }
 KNOWN: dict[str, str] = {}
 """``<corpus>:<file>:<form>`` -> why protosim's verdict differs from the expected one (each a strict xfail)."""

@@ -39,7 +39,7 @@ SANITIZER_KINDS: dict[str, set[str]] = {
     "expect_bytes_mismatch": {"tx_mismatch", "tx_out_of_range", "deadlock"},
     "barrier_misuse": {"use_before_init", "reinit_without_inval", "arrival_underflow", "count_out_of_range"},
     "overarrive": {"arrival_underflow", "overissue"},
-    "missing_fence": set(),
+    "missing_fence": {"missing_proxy_fence"},
 }
 """ConSan's verdict -> the protosim finding kinds that say the same thing.  ConSan names the
 access still pending, protosim names a conflicting pair by its second access: a write over a
@@ -49,8 +49,8 @@ protosim reports as the race on that buffer it sees (``war_*`` or ``raw_*``), so
 counts for it.  ConSan's deadlock detector
 fires on a barrier nobody will complete; protosim reports the hang (``deadlock``) or the
 wait that returned on the wrong phase.  A byte-count mismatch hangs (too few bytes) or
-overflows the tx-count; "missing fence" (a generic-proxy write read by the async proxy
-without ``fence.proxy.async``) is not modelled, so nothing maps to it."""
+overflows the tx-count; "missing fence" is ``missing_proxy_fence`` (a generic-proxy write
+read by the async proxy with no ``fence.proxy.async`` between)."""
 
 
 @dataclass

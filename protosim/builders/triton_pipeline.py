@@ -40,6 +40,7 @@ from protosim.ir import (
     CpAsyncWait,
     CtaProgram,
     CtaSync,
+    Fence,
     LocalLoad,
     MmaSync,
     Op,
@@ -134,7 +135,9 @@ def build(cfg: PipelineConfig) -> Schedule:
         ops += [CpAsyncWait(n=in_loop_wait), CtaSync()]
         read = i % nbuf
         if wgmma:
-            ops += [Wgmma(m=cfg.BLOCK_M, n=cfg.BLOCK_N, k_elems=cfg.BLOCK_K,
+            # fence.proxy.async: the copies went through the generic proxy, wgmma reads through the
+            # async one (Triton's lowering puts it after cp.async.wait + bar.sync; PTX of 3.6 and 3.9)
+            ops += [Fence(fence="proxy_async"), Wgmma(m=cfg.BLOCK_M, n=cfg.BLOCK_N, k_elems=cfg.BLOCK_K,
                           reads=(Access("a", read, f"a#{i}"), Access("b", read, f"b#{i}"))),
                     WgmmaCommit(), WgmmaWait(n=1 + cfg.pendings_delta),
                     CtaSync()]  # membar (Triton 3.9's pass, printed): the refill rewrites a buffer the wgmma read

@@ -18,6 +18,7 @@ from protosim.checkers import (
     hazards,
     lapped_wait,
     overissue,
+    proxy_fence,
     races,
     tx_mismatch,
     undefined_behavior,
@@ -39,12 +40,14 @@ CHECKERS = {
     "hazards": hazards.check,
     "races": races.check,
     "unreleased_write": unreleased_write.check,
+    "proxy_fence": proxy_fence.check,
     "cluster": cluster.check,
 }
 
 FINDING_KINDS = (
     "capacity", *undefined_behavior.KINDS, "deadlock", "early_return", "lapped_wait", "wrong_parity", "tx_mismatch",
-    "overissue", "raw_hazard", "war_hazard", "raw_race", "war_race", "unreleased_write", *cluster.KINDS, "incomplete",
+    "overissue", "raw_hazard", "war_hazard", "raw_race", "war_race", "unreleased_write", proxy_fence.KIND,
+    *cluster.KINDS, "incomplete",
 )
 
 

@@ -101,6 +101,9 @@ class Role:
     """This role's fills / arrivals per mbarrier (each role counts its own: UseCounter's contract)."""
     waits: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per mbarrier: (waits so far, the phase offset the first wait's parity set)."""
+    unfenced: set[str] = field(default_factory=set)
+    """Buffers the role wrote through the generic proxy (stores, cp.async) since its last
+    ``fence.proxy.async``."""
     mma_reads: list[Access] = field(default_factory=list)
     """Shared memory read by the role's uncommitted wgmma groups (the membar rule's view of them)."""
 
@@ -411,6 +414,19 @@ class Walker:
         if buf in self.role.written_since_sync:
             self.sync()  # membar: a read of what other warps wrote (synchronously)
 
+    def generic_write(self, buf: str) -> None:
+        self.role.unfenced.add(buf)
+
+    def async_read(self, buf: str) -> None:
+        """The async proxy reads ``buf`` (a TMA store, a wgmma or tcgen05 operand): Triton's
+        lowering puts ``fence.proxy.async`` between the role's own generic writes of it and
+        this read (ProxyFenceInsertion; e.g. after cp.async.wait before a wgmma, in the PTX of
+        3.6 and 3.9).  A write another role published is not fenced here: that is the
+        writer's to do (``missing_proxy_fence``)."""
+        if buf in self.role.unfenced:
+            self.ops.append(Fence(fence="proxy_async"))
+            self.role.unfenced.clear()
+
     def read_by_warps(self, buf: str) -> None:
         self.before_read(buf)
         self.role.read_since_sync.add(buf)
@@ -486,6 +502,7 @@ class Walker:
             return  # an allocation without a value: storage only (parse() declared it)
         self.written_by_warps(buf)
         md = self.alloc(buf)
+        self.generic_write(buf)
         self.ops.append(SmemStore(bytes=max(1, md.stage_bytes // self.role.warps),
                                   dst=Access(buf, 0, self.content(buf), WARP_PART)))
 
@@ -502,6 +519,7 @@ class Walker:
         buf, stage = self.buffer_of(ops[1], st)
         self.written_by_warps(buf)
         md = self.alloc(buf)
+        self.generic_write(buf)
         self.ops.append(SmemStore(bytes=max(1, md.stage_bytes // self.role.warps),
                                   dst=Access(buf, stage, self.content(buf), WARP_PART)))
 
@@ -521,6 +539,7 @@ class Walker:
         md = self.alloc(buf)
         if self.loop_depth:
             self.pipelined.add(buf)
+        self.generic_write(buf)
         self.ops.append(CpAsync(bytes=max(1, md.stage_bytes // self.role.warps),
                                 dst=Access(buf, stage, self.content(buf), WARP_PART), src=f"{buf}@{self.writes[buf] - 1}"))
 
@@ -556,6 +575,7 @@ class Walker:
             if self.is_memdesc(tok):  # A may come from registers
                 buf, _ = self.buffer_of(tok, st)
                 self.read_by_warps(buf)
+                self.async_read(buf)
                 reads.append(self.access(tok, st))
         m, n, k = self.dot_shape(st)
         self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads)), WgmmaCommit()])
@@ -576,6 +596,7 @@ class Walker:
             if self.is_memdesc(tok):
                 buf, _ = self.buffer_of(tok, st)
                 self.before_read(buf)
+                self.async_read(buf)
                 reads.append(self.access(tok, st))
         barriers = re.findall(r'(%[\w.\-]+)\[(%[\w.\-]+)\]', head)
         pred = ops[4] if len(ops) > 4 and not self.is_memdesc(ops[4]) and ops[4] not in dict(barriers) else None
@@ -625,6 +646,7 @@ class Walker:
         ops = self.operands(st, 2, "%source, %destination")
         buf, _ = self.buffer_of(ops[0], st)
         self.before_read(buf)
+        self.async_read(buf)
         src = self.access(ops[0], st)
         self.ops.append(TmemCopy(bytes=self.alloc(buf).stage_bytes, src=src, dst=self.access(ops[1], st, write=True),
                                  issuer="one"))
@@ -716,6 +738,7 @@ class Walker:
             raise self.err(st, f"{st.op} without a shared-memory source the reader knows")
         buf, _ = self.buffer_of(src_tok, st)
         self.read_by_warps(buf)
+        self.async_read(buf)
         self.ops.extend([TmaStore(bytes=self.alloc(buf).stage_bytes, src=self.access(src_tok, st), issuer="one"),
                      BulkCommit(issuer="one")])
 
@@ -726,6 +749,7 @@ class Walker:
 
     def fence_async_shared(self, st: Stmt) -> None:
         self.ops.append(Fence(fence="proxy_async"))
+        self.role.unfenced.clear()
 
     # structure ---------------------------------------------------------------------
     def if_(self, st: Stmt) -> None:

@@ -31,6 +31,15 @@ DATASHEET_TFLOPS = 989.5
 """NVIDIA H200 SXM datasheet, dense FP16/BF16 tensor core."""
 
 
+def _index() -> dict[str, tuple[str, dict]]:
+    """Every corpus record by its file stem: (corpus, record)."""
+    index = {}
+    for corpus in ("corpus", "gluon"):
+        for r in json.loads((FIXTURES / corpus / "index.json").read_text()):
+            index[r["file"].removesuffix(".ttgir")] = (corpus, r)
+    return index
+
+
 def _measured_us(rec: dict) -> float | None:
     if isinstance(rec.get("kernel_us"), dict):
         return rec["kernel_us"].get("min")
@@ -51,10 +60,7 @@ def _flops(index_rec: dict | None) -> float | None:
 
 
 def rows(measured_files: list[Path]) -> list[dict]:
-    index = {}
-    for corpus in ("corpus", "gluon"):
-        for r in json.loads((FIXTURES / corpus / "index.json").read_text()):
-            index[r["file"].removesuffix(".ttgir")] = (corpus, r)
+    index = _index()
     out = []
     for mf in measured_files:
         for line in mf.read_text().splitlines():
@@ -93,10 +99,7 @@ def outcome_rows(measured_files: list[Path], runs: int = 12, cta_cap: int = 8) -
     set of ``explore`` on the saved TTGIR (launch capped at ``cta_cap`` CTAs)."""
     from protosim.verdict import explore
 
-    index = {}
-    for corpus in ("corpus", "gluon"):
-        for r in json.loads((FIXTURES / corpus / "index.json").read_text()):
-            index[r["file"].removesuffix(".ttgir")] = (corpus, r)
+    index = _index()
     out = []
     for mf in measured_files:
         for line in mf.read_text().splitlines():

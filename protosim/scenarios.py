@@ -162,7 +162,7 @@ def _apply_overrides(raw: dict[str, Any], overrides: list[tuple[str, Any]]) -> N
             raw[name] = value
 
 
-_INPUTS = "a scenario .toml, a schedule .json, a Triton .ttgir or a TIRx kernel.py:FUNC"
+_INPUTS = "a scenario .toml, a schedule .json, a Triton .ttgir (or .mlir) or a TIRx kernel.py:FUNC"
 
 
 def _is_kernel_spec(path: str | Path) -> bool:
@@ -185,11 +185,11 @@ def load_scenario(path: str | Path, overrides: list[tuple[str, Any]] = (), max_o
         raise ScenarioError(path, "file", f"no such file; give {_INPUTS}")
     if not path.is_dir() and not path.is_file():  # a FIFO or a device would block or never end
         raise ScenarioError(path, "file", f"not a regular file; give {_INPUTS}")
-    if path.suffix in (".json", ".ttgir") and overrides:
+    if path.suffix in (".json", ".ttgir", ".mlir") and overrides:
         raise ScenarioError(path, "--set", "applies to scenario .toml files only (a schedule or TTGIR has no config to change)")
     if path.suffix == ".json":
         return _load_schedule_json(path, max_ops)
-    if path.suffix == ".ttgir":
+    if path.suffix in (".ttgir", ".mlir"):  # .mlir: TTGIR printed after Triton's allocation passes
         return _load_ttgir(path, max_ops)
     try:
         raw = tomllib.loads(_read_text(path))
@@ -384,10 +384,13 @@ def _load_ttgir(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
     except ScheduleError as e:
         raise ScenarioError(path, "ttgir", f"target {schedule.arch}: {e}") from None
     if meta is None:
-        smem = f"shared memory {mod.shared_bytes:,} B (no metadata JSON beside it to compare)"
+        smem = f"shared memory {mod.shared_bytes:,} B ({mod.shared_source}; no metadata JSON beside it)"
+    elif mod.module_shared is not None:
+        smem = (f"shared memory {mod.module_shared:,} B from the IR's ttg.shared, {meta:,} B in Triton's metadata: "
+                f"{'match' if meta == mod.module_shared else 'MISMATCH'}")
     else:
-        smem = (f"shared memory {mod.shared_bytes:,} B from the IR, {meta:,} B in Triton's metadata: "
-                f"{'match' if meta == mod.shared_bytes else 'MISMATCH'}")
+        smem = (f"shared memory {meta:,} B (Triton's metadata); the IR's allocations live at once: "
+                f"{mod.live_peak:,} B (without Triton's scratch for layout conversions)")
     desc = f"Triton TTGIR @{mod.func}, target {mod.target}, {mod.num_warps} warps; {smem}"
     return Scenario(path=path, name=path.stem, description=desc, builder="ttgir", config=None,
                     schedule_json=to_json(schedule), built=schedule)

@@ -131,7 +131,14 @@ def test_membar_barriers_follow_each_async_wait():
 
 def test_protosim_run_reports_the_comparison(tmp_path):
     scenario = load_scenario(FIXTURES / "k256_s3.sm121.ttgir")
-    assert "16,384 B from the IR, 16,384 B in Triton's metadata: match" in scenario.description
+    # a plain TTGIR: Triton's number from the metadata, and what the IR's allocations hold at once
+    assert "shared memory 16,384 B (Triton's metadata); the IR's allocations live at once: 16,384 B" in scenario.description
+
+
+def test_allocated_ir_reports_ttg_shared_against_the_metadata():
+    path = FIXTURES / "corpus" / "triton-3.9.0" / "mm_tma_dev_128x256x64_s4_w8.sm90.alloc.mlir"
+    scenario = load_scenario(path)
+    assert "from the IR's ttg.shared" in scenario.description and "match" in scenario.description
 
 
 @pytest.mark.parametrize("text, message", [

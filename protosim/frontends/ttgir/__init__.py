@@ -137,6 +137,7 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
         check_launch(mod, launch, "the launch given to read()")
     launch = {**from_file, **(launch or {})}
     check_metadata(mod, path)
+    mod.metadata_shared = metadata_shared(path)
 
     from protosim.arch import load_profile
 

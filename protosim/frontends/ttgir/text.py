@@ -126,15 +126,22 @@ class Ttgir:
     live_peak: int = 0
     """The liveness estimate of shared memory (:func:`_live_peak`)."""
 
+    metadata_shared: int | None = None
+    """``shared`` of the compiled kernel's metadata beside the file (set by ``read``)."""
+
     @property
     def shared_bytes(self) -> int:
-        """The kernel's shared memory: Triton's own number when the IR carries it
-        (``ttg.shared``), else the liveness estimate from the allocations."""
-        return self.module_shared if self.module_shared is not None else self.live_peak
+        """The kernel's shared memory: Triton's own number -- the IR's ``ttg.shared`` when it
+        carries it, else the metadata's -- and only without either the liveness estimate."""
+        if self.module_shared is not None:
+            return self.module_shared
+        return self.metadata_shared if self.metadata_shared is not None else self.live_peak
 
     @property
     def shared_source(self) -> str:
-        return "Triton's allocation (ttg.shared)" if self.module_shared is not None else "live allocations in the IR"
+        if self.module_shared is not None:
+            return "Triton's allocation (ttg.shared)"
+        return "Triton's metadata (shared)" if self.metadata_shared is not None else "live allocations in the IR"
 
     @property
     def buffer_sum(self) -> int:
@@ -181,7 +188,7 @@ _MEMDESC = re.compile(r'!ttg\.memdesc<((?:\d+x)+)((?:[fi]|bf|tf)\d+\w*)\b')
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _MODULE = re.compile(r'^module\b.*\{$')
 _FUNC = re.compile(r'^tt\.func\s+(?:(?:public|private|nested)\s+)?@([\w$.\-]+)\s*\((.*)\)\s*(?:attributes\s*\{.*\}\s*)?\{$')
-_ARG = re.compile(r'%(\w+)\s*:\s*(!?[\w.]+)')
+_ARG = re.compile(r'%([\w.]+)\s*:\s*(!?[\w.]+)')
 _REGION_LABEL = re.compile(r'^(default|partition\d+)\b(.*)\{$')
 """A ``ttg.warp_specialize`` region: ``default {`` or ``partitionN(%a: T, ...) num_warps(W) {``."""
 _OPERAND = re.compile(r'%[\w.\-]+(?:#\d+)?')

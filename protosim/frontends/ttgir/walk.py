@@ -294,7 +294,8 @@ class Walker:
             self.env.pop(name, None)
             self.poisoned[name] = self.poisoned[bad]
             return
-        if "tensor<" in st.rest or "!tt.ptr" in st.rest.split(":")[-1]:
+        typed = _ATTR_DICT.sub("", st.rest)  # an attribute such as {tt.divisibility = dense<128> : tensor<1xi32>} is no operand
+        if "tensor<" in typed or "!tt.ptr" in typed.split(":")[-1]:
             return  # tensors and pointers are not modelled
         t = _ITYPE.search(st.rest)
         bits = _bits(t.group(2) or t.group(1)) if t else 64

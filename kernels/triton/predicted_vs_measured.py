@@ -59,32 +59,37 @@ def _flops(index_rec: dict | None) -> float | None:
     return 2.0 * out[0] * out[1] * a[1]
 
 
-def rows(measured_files: list[Path]) -> list[dict]:
-    index = _index()
-    out = []
+def _measured(measured_files: list[Path]):
+    """(corpus record key, H200 record) for every run of a corpus kernel in the files."""
     for mf in measured_files:
         for line in mf.read_text().splitlines():
             rec = json.loads(line)
-            key = (rec.get("file") or rec.get("record") or "").removesuffix(".ttgir")
-            if key not in index or rec.get("outcome") not in ("correct", "completed"):
-                continue
-            corpus, irec = index[key]
-            if irec.get("expected") not in ("correct", "clean"):
-                continue
-            row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec)}
-            try:
-                schedule, _ = read(FIXTURES / corpus / f"{key}.ttgir")
-                verdict, _ = judge(schedule)
-                row["predicted_us"] = verdict.timing.microseconds
-                row["findings"] = verdict.kinds()
-            except TtgirError as e:
-                row["refused"] = str(e).split(": ", 1)[-1][:160]
-            flops = _flops(irec)
-            if flops and row.get("predicted_us"):
-                row["predicted_tflops"] = flops / row["predicted_us"] / 1e6
-                if row["measured_us"]:
-                    row["measured_tflops"] = flops / row["measured_us"] / 1e6
-            out.append(row)
+            yield (rec.get("file") or rec.get("record") or "").removesuffix(".ttgir"), rec
+
+
+def rows(measured_files: list[Path]) -> list[dict]:
+    index = _index()
+    out = []
+    for key, rec in _measured(measured_files):
+        if key not in index or rec.get("outcome") not in ("correct", "completed"):
+            continue
+        corpus, irec = index[key]
+        if irec.get("expected") not in ("correct", "clean"):
+            continue
+        row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec)}
+        try:
+            schedule, _ = read(FIXTURES / corpus / f"{key}.ttgir")
+            verdict, _ = judge(schedule)
+            row["predicted_us"] = verdict.timing.microseconds
+            row["findings"] = verdict.kinds()
+        except TtgirError as e:
+            row["refused"] = str(e).split(": ", 1)[-1][:160]
+        flops = _flops(irec)
+        if flops and row.get("predicted_us"):
+            row["predicted_tflops"] = flops / row["predicted_us"] / 1e6
+            if row["measured_us"]:
+                row["measured_tflops"] = flops / row["measured_us"] / 1e6
+        out.append(row)
     return out
 
 
@@ -101,26 +106,23 @@ def outcome_rows(measured_files: list[Path], runs: int = 12, cta_cap: int = 8) -
 
     index = _index()
     out = []
-    for mf in measured_files:
-        for line in mf.read_text().splitlines():
-            rec = json.loads(line)
-            key = (rec.get("file") or rec.get("record") or "").removesuffix(".ttgir")
-            if key not in index or rec.get("edit_file"):
-                continue
-            corpus, irec = index[key]
-            got = rec.get("outcome")
-            if got == "error" and "launch failure" in str(rec.get("error", "")):
-                got = "fault"
-            if got not in ("correct", "wrong", "timeout", "fault", "completed"):
-                continue
-            path = FIXTURES / corpus / f"{key}.ttgir"
-            launch = json.loads((path.with_name(path.name.replace(".ttgir", ".launch.json"))).read_text())
-            schedule, _ = read(path, launch={"ctas": min(cta_cap, launch.get("ctas", 1))})
-            outcomes = explore(schedule, runs=runs)
-            reached = set(outcomes.classes)
-            want = {"correct", "wrong"} if got == "completed" else {SILICON_OUTCOME[got]}
-            out.append({"file": key, "expected": irec.get("expected"), "silicon": got, "simulator": sorted(reached),
-                        "agrees": bool(want & reached)})
+    for key, rec in _measured(measured_files):
+        if key not in index or rec.get("edit_file"):
+            continue
+        corpus, irec = index[key]
+        got = rec.get("outcome")
+        if got == "error" and "launch failure" in str(rec.get("error", "")):
+            got = "fault"
+        if got not in ("correct", "wrong", "timeout", "fault", "completed"):
+            continue
+        path = FIXTURES / corpus / f"{key}.ttgir"
+        launch = json.loads((path.with_name(path.name.replace(".ttgir", ".launch.json"))).read_text())
+        schedule, _ = read(path, launch={"ctas": min(cta_cap, launch.get("ctas", 1))})
+        outcomes = explore(schedule, runs=runs)
+        reached = set(outcomes.classes)
+        want = {"correct", "wrong"} if got == "completed" else {SILICON_OUTCOME[got]}
+        out.append({"file": key, "expected": irec.get("expected"), "silicon": got, "simulator": sorted(reached),
+                    "agrees": bool(want & reached)})
     return out
 
 

@@ -32,10 +32,16 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Literal
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.gcpause import gc_paused
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass
+"""``dataclasses.dataclass``, its generated methods' bytecode cached beside the .pyc (the same
+classes: protosim._dataclass_cache says why; it saves ~25 ms of every start)."""
 
 Issuer = Literal["all", "warp0", "one", "each_warp"]
 ISSUERS: tuple[str, ...] = ("all", "warp0", "one", "each_warp")
@@ -677,6 +683,9 @@ class Schedule:
 
     def op_count(self) -> int:
         return sum(len(ops) for cta in self.ctas for ops in cta.roles)
+
+
+_DATACLASSES.save()  # the last dataclass of the module is above
 
 
 L2_AT_LAUNCH = ("cold", "inputs")

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import weakref
 from dataclasses import field
 from typing import Any, ClassVar, Literal
 
@@ -1090,13 +1091,124 @@ def validate_for(s: Schedule, profile: Any) -> None:
                 checked.add(op.__class__)
 
 
+# --------------------------------------------------------------------------- canonical text
+#
+# ``json.dumps(to_json(s), sort_keys=True, separators=(",", ":"))`` written directly: a dict per
+# op and the encoder's sort of its keys cost ~10 us an op (~1.5 s for a full-chip schedule).
+# Each op class gets its keys' order once; values are written as the json encoder writes
+# them (str: encode_basestring_ascii, int: int.__repr__, true/false/null, tuples as lists,
+# an Access as _plain's dict), anything else through the encoder itself.  Same bytes:
+# tests/test_ir.py compares with json.dumps on the corpus and on every field type.
+
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":")).encode
+"""What ``json.dumps(x, sort_keys=True, separators=(",", ":"))`` calls."""
+_ESC = json.encoder.encode_basestring_ascii
+_OP_KEY = object()
+_OP_WRITERS: dict[type, list[tuple[Any, Any, str]]] = {}
+
+
+def _value_text(value: Any) -> str:
+    """``_ENCODE(_plain(value))``, without building the plain value first."""
+    cls = value.__class__
+    if cls is str:
+        return _ESC(value)
+    if cls is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if cls is bool:
+        return "true" if value else "false"
+    if cls is tuple:
+        return "[" + ",".join([_value_text(v) for v in value]) + "]"
+    if cls is Access:
+        text = '{"buffer":' + _value_text(value.buffer)  # keys in sorted order, as _plain omits them
+        if value.columns is not None:
+            text += ',"columns":[' + ",".join([_value_text(v) for v in value.columns]) + "]"
+        if value.content:
+            text += ',"content":' + _value_text(value.content)
+        if value.cta is not None:
+            text += ',"cta":' + _value_text(value.cta)
+        if value.part is not None:
+            text += ',"part":' + _value_text(value.part)
+        if value.stage:
+            text += ',"stage":' + _value_text(value.stage)
+        return text + "}"
+    return _ENCODE(_plain(value))
+
+
+def _op_writer(cls: type) -> list[tuple[Any, Any, str]]:
+    """(field name or _OP_KEY, default, '"key":') for the keys of ``_op_to_json``, sorted."""
+    keys = [(name, default, _ESC(name) + ":") for name, default in _fields_of(cls)]
+    keys.append((_OP_KEY, _ESC(cls.kind), '"op":'))
+    keys.sort(key=lambda k: "op" if k[0] is _OP_KEY else k[0])
+    _OP_WRITERS[cls] = keys
+    return keys
+
+
+def _op_text(op: Op) -> str:
+    """``_ENCODE(_op_to_json(op))``."""
+    keys = _OP_WRITERS.get(op.__class__) or _op_writer(op.__class__)
+    parts = []
+    for name, default, key in keys:
+        if name is _OP_KEY:
+            parts.append(key + default)
+            continue
+        value = getattr(op, name)
+        if value is default or (default is not dataclasses.MISSING and value == default):
+            continue
+        parts.append(key + _value_text(value))
+    return "{" + ",".join(parts) + "}"
+
+
+def _ctas_text(s: Schedule) -> str:
+    return "[" + ",".join(
+        ['{"index":' + _value_text(c.index) + ',"roles":['
+         + ",".join(["[" + ",".join([_op_text(op) for op in ops]) + "]" for ops in c.roles]) + "]}"
+         for c in s.ctas]) + "]"
+
+
+def _canonical(s: Schedule, with_config: bool) -> str:
+    """``json.dumps(to_json(s), sort_keys=True, separators=(",", ":"))`` (without ``config``
+    unless ``with_config``): a dict's items in key order, "key":value joined by commas."""
+    d = to_json_header(s)
+    if with_config:
+        d["config"] = s.config
+    d["ctas"] = None
+    parts = []
+    for key in sorted(d):
+        parts.append(_ESC(key) + ":" + (_ctas_text(s) if key == "ctas" else _ENCODE(d[key])))
+    return "{" + ",".join(parts) + "}"
+
+
+def to_json_header(s: Schedule) -> dict[str, Any]:
+    """:func:`to_json` without ``ctas`` and ``config``."""
+    d = {
+        "protosim_schedule": SCHEMA,
+        "name": s.name,
+        "arch": s.arch,
+        "barriers": [dataclasses.asdict(b) for b in s.barriers],
+        "buffers": [dataclasses.asdict(b) for b in s.buffers],
+        "roles": [dataclasses.asdict(r) for r in s.roles],
+    }
+    if s.l2_at_launch != "cold":
+        d["l2_at_launch"] = s.l2_at_launch
+    if s.cluster != 1:
+        d["cluster"] = s.cluster
+    return d
+
+
 def dumps(s: Schedule) -> str:
     with gc_paused():
-        return json.dumps(to_json(s), sort_keys=True, separators=(",", ":"))
+        return _canonical(s, with_config=True)
 
 
 def loads(text: str) -> Schedule:
     return from_json(json.loads(text))
+
+
+_HASHES: dict[int, tuple[Any, str]] = {}
+"""id(schedule) -> (weak reference to it, its content hash): a schedule is immutable (frozen,
+its ops frozen; ``config`` is not hashed), so its hash is computed once per object."""
 
 
 def content_hash(s: Schedule) -> str:
@@ -1104,9 +1216,17 @@ def content_hash(s: Schedule) -> str:
     every op, the storage, the roles and the launch condition -- all the engine reads.
 
     Canonical: sorted keys, no spaces, ops without their default fields -- the text
-    :func:`dumps` writes, so a schedule and its JSON round trip hash alike."""
+    :func:`dumps` writes, so a schedule and its JSON round trip hash alike.  Computed once
+    per schedule object (remembered while the object lives)."""
+    key = id(s)
+    known = _HASHES.get(key)
+    if known is not None and known[0]() is s:
+        return known[1]
     with gc_paused():
-        d = to_json(s)
-        d.pop("config")
-        blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()[:16]
+        blob = _canonical(s, with_config=False).encode()
+    digest = hashlib.sha256(blob).hexdigest()[:16]
+    try:
+        _HASHES[key] = (weakref.ref(s, lambda _ref, key=key: _HASHES.pop(key, None)), digest)
+    except TypeError:  # a schedule type without weak references: not remembered
+        pass
+    return digest

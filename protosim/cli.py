@@ -43,11 +43,10 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 import time
-import traceback
 from pathlib import Path
 
+from protosim import _startup  # noqa: F401 - first: SimPy without importlib.metadata (~14 ms of a cold start)
 from protosim.arch import UnknownArch, available, load_profile
 from protosim.config import ConfigError
 from protosim.ir import ScheduleError
@@ -66,6 +65,14 @@ def _version() -> str:
         return version("protosim")
     except PackageNotFoundError:  # running from a checkout without installing
         return "0+unknown"
+
+
+class _Version(argparse._VersionAction):
+    """``--version``, its text looked up only when asked: importlib.metadata costs ~14 ms of every start."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"protosim {_version()}"
+        super().__call__(parser, namespace, values, option_string)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -154,7 +161,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = _Parser(prog="protosim", description=__doc__.split("\n\n")[0],
                 epilog=__doc__.split("\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"protosim {_version()}")
+    p.add_argument("--version", action=_Version)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def input_args(sp: argparse.ArgumentParser) -> None:
@@ -302,6 +309,9 @@ def _fail(message: str) -> int:
 
 def _internal_error(exc: BaseException) -> int:
     """A bug in protosim: one line, and the traceback in a file the user can attach."""
+    import tempfile
+    import traceback
+
     text = "".join(traceback.format_exception(exc))
     where = "(could not save the traceback)"
     try:

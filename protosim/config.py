@@ -70,10 +70,13 @@ Launch condition:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.ir import L2_AT_LAUNCH
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 F16_BYTES = 2
 ACC_BYTES = 4
@@ -250,3 +253,6 @@ _FIELD_TYPES: dict[str, type] = {
     f.name: (int if f.type in ("int", "int | None") else bool if f.type == "bool" else str)
     for f in dataclasses.fields(GemmConfig)
 }
+
+
+_DATACLASSES.save()  # after the module's last dataclass

@@ -8,14 +8,17 @@ comparison with the scenario's expectation.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Callable
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.arch import load_profile
 from protosim.engine import RunResult
 from protosim.ir import content_hash
 from protosim.scenarios import Scenario, check_expectation
 from protosim.verdict import OUTCOMES, OutcomeSet, Slack, Verdict, explore, judge, slack
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 LARGE_SCHEDULE_OPS = 50_000
 """Above this many ops a replay takes seconds: explore only when asked."""
@@ -231,3 +234,6 @@ def render_demo(reports: list[RunReport]) -> str:
 
 def dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, default=str)
+
+
+_DATACLASSES.save()  # after the module's last dataclass

@@ -1,6 +1,7 @@
-"""protosim.ir's dataclasses made through the bytecode cache are the classes plain
-``@dataclass`` makes: same fields, parameters, methods (code objects compare equal),
-defaults, annotations and names -- with a cold cache (compiling) and a warm one (loading)."""
+"""The dataclasses of protosim.ir (and of the other modules that use protosim._dataclass_cache)
+made through the bytecode cache are the classes plain ``@dataclass`` makes: same fields,
+parameters, methods (code objects compare equal), defaults, annotations and names -- with a
+cold cache (compiling) and a warm one (loading)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,13 @@ from protosim import _dataclass_cache
 from protosim._dataclass_cache import DataclassCache
 
 IR_FILE = Path(ir.__file__)
+USERS = ["protosim/ir.py", "protosim/arch/__init__.py", "protosim/config.py", "protosim/scenarios.py", "protosim/report.py"]
+"""Every module that makes its dataclasses through the cache."""
 
 
-def _load_ir(name: str, make_cache) -> object:
-    """protosim/ir.py executed again as module ``name``, its DataclassCache made by ``make_cache``."""
-    spec = importlib.util.spec_from_file_location(name, IR_FILE)
+def _load_ir(name: str, make_cache, path: Path = IR_FILE) -> object:
+    """protosim/ir.py (or ``path``) executed again as module ``name``, its DataclassCache made by ``make_cache``."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     real = _dataclass_cache.DataclassCache
@@ -59,9 +62,14 @@ def _function_facts(fn) -> tuple:
             fn.__doc__)
 
 
+def _norm(v):
+    """A class of the re-executed module by its name (each copy of the module has its own)."""
+    return v.__qualname__ if isinstance(v, type) and v.__module__.startswith("protosim_") else v
+
+
 def _class_facts(cls: type) -> dict:
     facts = {
-        "fields": [(f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash, f.compare, f.kw_only,
+        "fields": [(f.name, f.type, _norm(f.default), _norm(f.default_factory), f.init, f.repr, f.hash, f.compare, f.kw_only,
                     dict(f.metadata), f._field_type) for f in dataclasses.fields(cls)],
         "all_fields": sorted(cls.__dataclass_fields__),
         "params": repr(cls.__dataclass_params__),
@@ -77,6 +85,8 @@ def _class_facts(cls: type) -> dict:
             facts[f"fn {name}"] = _function_facts(value)
         elif isinstance(value, property):
             facts[f"property {name}"] = _function_facts(value.fget)
+        elif isinstance(value, (classmethod, staticmethod)):
+            facts[f"{type(value).__name__} {name}"] = _function_facts(value.__func__)
         elif name not in ("__dataclass_fields__", "__dataclass_params__", "__doc__", "__module__", "__slots__",
                           "__match_args__") and not isinstance(value, type(cls.__dict__.get("__weakref__", None))):
             facts[f"attr {name}"] = repr(value) if not isinstance(value, (str, int, type(None), bool)) else value
@@ -162,3 +172,25 @@ def test_cache_ignores_a_foreign_file(tmp_path):
         x: int = 1
 
     assert P() == P(1) and repr(P(2)) == "test_cache_ignores_a_foreign_file.<locals>.P(x=2)"
+
+
+@pytest.mark.parametrize("module", USERS)
+def test_every_user_gets_plain_dataclasses(module, tmp_path):
+    path = IR_FILE.parents[1] / module
+    assert "DataclassCache(__file__)" in path.read_text()
+
+    def cache(_file):
+        return DataclassCache(str(tmp_path / "m.py"))
+
+    was = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        plain = _load_ir("protosim_plain_x", _Plain, path)
+        _load_ir("protosim_cold_x", cache, path)
+        warm = _load_ir("protosim_warm_x", cache, path)
+    finally:
+        sys.dont_write_bytecode = was
+    ref, got = _classes(plain), _classes(warm)
+    assert ref and sorted(ref) == sorted(got)
+    for name, cls in ref.items():
+        assert _class_facts(cls) == _class_facts(got[name]), name

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import bisect
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from protosim._dataclass_cache import DataclassCache
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 _HERE = Path(__file__).parent
 
@@ -191,3 +196,6 @@ def load_profile(name: str) -> ArchProfile:
     profile = ArchProfile(**values, constants=constants)
     _CACHE[key] = profile
     return profile
+
+
+_DATACLASSES.save()  # after the module's last dataclass

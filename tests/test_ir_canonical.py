@@ -106,3 +106,9 @@ def test_golden_schedule_hashes():
         assert ir.content_hash(load_scenario(path).build()) == golden[key]["schedule"], path.stem
         checked += 1
     assert checked >= 30
+
+
+@pytest.mark.parametrize("size", [0, 1000, (1 << 20) - 1, 1 << 20, 3 << 20])
+def test_sha256_is_hashlibs(size):
+    blob = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    assert ir._sha256(blob).hexdigest() == hashlib.sha256(blob).hexdigest()

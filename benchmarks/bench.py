@@ -309,12 +309,12 @@ def fmt_s(x: float | None) -> str:
 
 
 def table(rows: list[dict]) -> str:
-    head = f"{'row':<44} {'result':>22} {'max RSS':>9}  {'target':<34} {'':6}  detail"
+    head = f"{'row':<50} {'result':>22} {'max RSS':>9}  {'target':<34} {'':6}  detail"
     lines = [head, "-" * len(head)]
     for r in rows:
         verdict = "" if r.get("ok") is None else ("met" if r["ok"] else "MISSED")
         rss = f"{r['max_rss_mb']:,.0f} MB" if r.get("max_rss_mb") is not None else "-"
-        lines.append(f"{r['label']:<44} {r['result']:>22} {rss:>9}  {r['target']:<34} {verdict:6}  {r.get('detail', '')}")
+        lines.append(f"{r['label']:<50} {r['result']:>22} {rss:>9}  {r['target']:<34} {verdict:6}  {r.get('detail', '')}")
     return "\n".join(lines)
 
 
@@ -401,7 +401,7 @@ def main() -> int:
             eff = d["items_per_s"] / (w * base) if base else None
             target, ok = ("(the 1-worker base)", None) if w == 1 else (
                 ("1->2 within 10% of linear", eff >= 0.9) if w == 2 else (f"(linear = {w}x)", None))
-            show({"key": key, "label": f"sweep, {w} worker(s) ({d['items']} configs)",
+            show({"key": key, "label": f"sweep, {w} worker(s){' = N, every core' if w == n else ''} ({d['items']} configs)",
                   "result": f"{d['items_per_s']:.1f} configs/s", "target": target, "ok": ok,
                   "detail": (f"{d['seconds']:.2f} s" + (f", {eff:.0%} of linear" if eff is not None and w > 1 else "")
                              + f"; {d['runner']}"),

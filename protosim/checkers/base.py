@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from protosim.engine.log import Event
+from protosim.engine.log import ABSENT, Event
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ def plain(v: Any) -> Any:
 def storage_key(e: Event) -> tuple[int, str, int]:
     """(owner CTA, buffer, stage) of an access event: a DSMEM access, a multicast copy or a
     2-CTA MMA operand names the CTA whose storage it touches (``owner``)."""
-    d = e.data
-    return (d.get("owner", e.cta), d["buffer"], d["stage"])
+    owner = e.owner
+    return (e.cta if owner is ABSENT else owner, e.buffer, e.stage)
 
 
 class Cells:
@@ -77,21 +77,28 @@ class Cells:
         width = {b.name: b.columns for b in schedule.buffers}
         cuts: dict[str, set[int]] = {}
         for e in log.of_kind("access"):
-            c = e.data.get("columns")
-            if c is not None:
-                cuts.setdefault(e.data["buffer"], {0, width[e.data["buffer"]]}).update(c)
+            c = e.columns
+            if c is not None and c is not ABSENT:
+                cuts.setdefault(e.buffer, {0, width[e.buffer]}).update(c)
         self.spans = {name: list(zip(sorted(p), sorted(p)[1:])) for name, p in cuts.items()}
+        self._of: dict[tuple, tuple] = {}
 
-    def of(self, e: Event) -> list:
-        d = e.data
-        part = d["part"]
-        parts = range(self.parts[d["buffer"]]) if part is None else (part,)
-        spans = self.spans.get(d["buffer"])
+    def of(self, e: Event) -> tuple:
+        """The cells access event ``e`` covers (the same few answers for millions of events:
+        remembered per buffer, part and column range)."""
+        key = (e.buffer, e.part, e.columns)
+        cells = self._of.get(key)
+        if cells is None:
+            cells = self._of[key] = self._cells(*key)
+        return cells
+
+    def _cells(self, buffer: str, part: int | None, c) -> tuple:
+        parts = range(self.parts[buffer]) if part is None else (part,)
+        spans = self.spans.get(buffer)
         if spans is None:
-            return list(parts)
-        c = d.get("columns")
-        chosen = spans if c is None else [s for s in spans if c[0] <= s[0] and s[1] <= c[1]]
-        return [(p, s) for p in parts for s in chosen]
+            return tuple(parts)
+        chosen = spans if c is None or c is ABSENT else [s for s in spans if c[0] <= s[0] and s[1] <= c[1]]
+        return tuple((p, s) for p in parts for s in chosen)
 
     def all(self, buffer: str) -> list:
         parts = range(self.parts[buffer])
@@ -111,8 +118,8 @@ def columns_words(span: tuple[int, int] | None) -> str:
 def where(e: Event) -> str:
     """``CTA n`` of the storage an access event touched, said from the issuer's side:
     empty for its own CTA, ``CTA 1's `` for a peer's."""
-    owner = e.data.get("owner", e.cta)
-    return "" if owner == e.cta else f"CTA {owner}'s "
+    owner = e.owner
+    return "" if owner is ABSENT or owner == e.cta else f"CTA {owner}'s "
 
 
 def cyc(t: float) -> str:
@@ -121,7 +128,7 @@ def cyc(t: float) -> str:
 
 def phase_times(events: list[Event]) -> dict[tuple[int, str, int], float]:
     """(cta, barrier, phase index) -> cycle the phase completed."""
-    return {(e.cta, e.data["barrier"], e.data["completed"] - 1): e.t for e in events}
+    return {(e.cta, e.barrier, e.completed - 1): e.t for e in events}
 
 
 def producers(log, cta: int, barrier: str, use: int) -> list[Event]:
@@ -130,13 +137,13 @@ def producers(log, cta: int, barrier: str, use: int) -> list[Event]:
         e
         for kind in ("arrive", "complete_tx")
         for e in log.of_kind(kind)
-        if e.cta == cta and e.data["barrier"] == barrier and e.data["use"] == use
+        if e.cta == cta and e.barrier == barrier and e.use == use
     ]
 
 
 def describe_producer(e: Event) -> str:
     if e.kind == "complete_tx":
-        return f"TMA bytes ({e.data['bytes']}) landed at cycle {cyc(e.t)}"
+        return f"TMA bytes ({e.bytes}) landed at cycle {cyc(e.t)}"
     if e.who == "mma":
         return f"tcgen05.commit arrived at cycle {cyc(e.t)}"
     return f"{e.who} arrived at cycle {cyc(e.t)}"

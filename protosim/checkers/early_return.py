@@ -16,7 +16,7 @@ KIND = "early_return"
 
 def check(result) -> list[Finding]:
     log = result.log
-    waits = [e for e in log.of_kind("wait") if e.data["completed_return"] <= e.data["use"]]
+    waits = [e for e in log.of_kind("wait") if e.completed_return <= e.use]
     if not waits:
         return []
     done_at = phase_times(log.of_kind("phase"))

@@ -35,8 +35,7 @@ class _Write:
     __slots__ = ("seq", "issued", "t0", "t1", "content", "event")
 
     def __init__(self, e):
-        d = e.data
-        self.seq, self.issued, self.t0, self.t1, self.content, self.event = d["seq"], e.t, d["t0"], d["t1"], d["content"], e
+        self.seq, self.issued, self.t0, self.t1, self.content, self.event = e.seq, e.t, e.t0, e.t1, e.content, e
 
 
 def check(result) -> list[Finding]:
@@ -45,7 +44,7 @@ def check(result) -> list[Finding]:
     reads: dict[tuple, list] = defaultdict(list)
     for e in result.log.of_kind("access"):
         key = storage_key(e)
-        if e.data["mode"] == "w":
+        if e.mode == "w":
             writes[key].append(_Write(e))
         else:
             reads[key].append(e)
@@ -55,7 +54,7 @@ def check(result) -> list[Finding]:
         nparts = cells.parts[buffer]
         by_cell = _index_writes(writes.get(key, []), cells, buffer)
         for r in rs:
-            if not r.data["content"]:
+            if not r.content:
                 continue  # a read that expects nothing in particular (memory nobody writes: not a protocol's data)
             for cell in cells.of(r):
                 hazard = _judge(r, by_cell[cell])
@@ -90,8 +89,7 @@ def _index_writes(ws: list[_Write], cells: Cells, buffer: str) -> dict:
 
 def _judge(r, pw: _PartWrites):
     """None if the read is clean, else (kind, offending write or None, why)."""
-    d = r.data
-    c, r0, r1 = d["content"], d["t0"], d["t1"]
+    c, r0, r1 = r.content, r.t0, r.t1
     mine = pw.by_content.get(c, [])
     landed = [i for i in mine if pw.ws[i].t1 <= r0]
     if not landed:

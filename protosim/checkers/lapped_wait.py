@@ -18,7 +18,7 @@ def check(result) -> list[Finding]:
     out = []
     seen = set()
     candidates = [(e.cta, e.who, e.op, e.t, e.data) for e in result.log.of_kind("wait")
-                  if e.data["completed_begin"] >= e.data["use"] + 2]
+                  if e.completed_begin >= e.use + 2]
     for b in result.blocked:
         if b.on == "mbarrier" and b.use is not None:
             st = result.barriers[(b.cta, b.target)]

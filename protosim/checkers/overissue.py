@@ -19,11 +19,13 @@ def check(result) -> list[Finding]:
     # An op that can over-issue shows it in at least one event: a thread count above one,
     # or an issuer other than the role's first warp.  Only those ops are grouped.
     suspects = {(e.cta, e.op) for e in issues
-                if e.data["what"] in SINGLE_ISSUER and (e.data["threads"] > 1 or not e.who.endswith(".w0"))}
+                if e.what in SINGLE_ISSUER and (e.threads > 1 or not e.who.endswith(".w0"))}
     counts: dict[tuple, list] = {}
+    if not suspects:
+        return []
     for e in issues:
-        if (e.cta, e.op) in suspects and e.data["what"] in SINGLE_ISSUER:
-            counts.setdefault((e.cta, e.op, e.data["tile"], e.data["k"]), []).append(e)
+        if (e.cta, e.op) in suspects and e.what in SINGLE_ISSUER:
+            counts.setdefault((e.cta, e.op, e.tile, e.k), []).append(e)
     findings = []
     reported: set[tuple] = set()
     for (cta, op, tile, k), events in counts.items():

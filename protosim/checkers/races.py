@@ -29,6 +29,7 @@ from bisect import bisect_left
 from collections import defaultdict
 
 from protosim.checkers.base import Cells, Finding, columns_words, cyc, storage_key, where
+from protosim.engine.log import ABSENT
 from protosim.engine.order import ordered_after
 
 RAW, WAR = "raw_race", "war_race"
@@ -45,15 +46,16 @@ class Knowledge:
     def __init__(self, log) -> None:
         self.observed: dict[int, list[tuple[int, int]]] = defaultdict(list)
         raw: dict[tuple[int, str], dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+        observed = self.observed
         for kind in ("observe", "wait"):  # a wait observes what its phase carried
             for e in log.of_kind(kind):
-                d = e.data
-                if d["seqs"]:
-                    pair = (d["warp"], d["at"])
-                    for seq in d["seqs"]:
-                        self.observed[seq].append(pair)
-                for thread, upto in d.get("upto", ()):
-                    raw[thread_key(e.cta, thread)][d["warp"]].append((upto, d["at"]))
+                if e.seqs:
+                    pair = (e.warp, e.at)
+                    for seq in e.seqs:
+                        observed[seq].append(pair)
+        for e in log.of_kind("wait"):  # and, after a tcgen05.commit, its thread's MMA prefix
+            for thread, upto in e.upto:
+                raw[thread_key(e.cta, thread)][e.warp].append((upto, e.at))
         self.prefixes: dict[tuple[int, str], list[tuple[int, list[int], list[int]]]] = {}
         for key, per_warp in raw.items():
             rows = []
@@ -76,13 +78,12 @@ class Knowledge:
 
     def known(self, e, clock: tuple[int, ...]) -> bool:
         """Is access event ``e``'s completion known to a warp whose clock is ``clock``?"""
-        d = e.data
-        if ordered_after(self.observed.get(d["seq"]), clock):
+        seq = e.seq
+        if ordered_after(self.observed.get(seq), clock):
             return True
-        thread = d.get("mma")
-        if thread is None:
+        thread = e.mma
+        if thread is None or thread is ABSENT:
             return False
-        seq = d["seq"]
         for g, ups, sufmin in self.prefixes.get(thread_key(e.cta, thread), ()):
             j = bisect_left(ups, seq)
             if j < len(ups) and clock[g] >= sufmin[j]:
@@ -112,24 +113,22 @@ def check(result) -> list[Finding]:
         last_write = None
         reads_since_write: list = []
         for e in events:
-            d = e.data
-            clock = d["clock"]
-            if d["mode"] == "r":
+            clock = e.clock
+            content = e.content
+            if e.mode == "r":
                 # A read that expects nothing in particular (the TTGIR reader's read of a stage its
                 # role never wrote or acquired) races with the newest write it does not know of.
-                w = last_write_of.get(d["content"]) if d["content"] else last_write
+                w = last_write_of.get(content) if content else last_write
                 if w is not None and not knowledge.known(w, clock):
                     _add(findings, RAW, e, w, buffer, stage, part,
-                         f"its issuer had not observed the write of {d['content']} by {w.who} op #{w.op} complete")
+                         f"its issuer had not observed the write of {content} by {w.who} op #{w.op} complete")
                 reads_since_write.append(e)
             else:
-                content = d["content"]
                 for r in reads_since_write:
-                    rd = r.data
-                    if rd["content"] != content and not knowledge.known(r, clock):
+                    if r.content != content and not knowledge.known(r, clock):
                         _add(findings, WAR, e, r, buffer, stage, part,
-                             f"its issuer had not observed the read of {rd['content']} by {r.who} op #{r.op} "
-                             f"(tile {rd['tile']}) complete")
+                             f"its issuer had not observed the read of {r.content} by {r.who} op #{r.op} "
+                             f"(tile {r.tile}) complete")
                         break
                 reads_since_write = []
                 last_write_of[content] = e

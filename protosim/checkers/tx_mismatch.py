@@ -12,6 +12,7 @@ completes it early.
 from __future__ import annotations
 
 from protosim.checkers.base import Finding, cyc
+from protosim.engine.log import ABSENT
 
 KIND = "tx_mismatch"
 
@@ -21,24 +22,22 @@ def check(result) -> list[Finding]:
     expected: dict[tuple, int] = {}
     first: dict[tuple, object] = {}
     for e in log.of_kind("expect_tx"):
-        d = e.data
-        key = (e.cta, d["barrier"], d["use"])
-        expected[key] = expected.get(key, 0) + d["bytes"]
+        key = (e.cta, e.barrier, e.use)
+        expected[key] = expected.get(key, 0) + e.bytes
         first.setdefault(key, e)
     issued: dict[tuple, int] = {}
     sources: dict[tuple, dict[int, int]] = {}  # in a cluster: (cta, barrier, use) -> issuing CTA -> bytes
     cluster = result.schedule.cluster
     for e in log.of_kind("issue"):
-        d = e.data
-        if d["what"] == "tma_load":
+        if e.what == "tma_load":
             # A multicast (or a cta_group::2 load) sends its bytes to other CTAs' barriers: ``to``.
-            for cta in d.get("to", (e.cta,)):
-                key = (cta, d["barrier"], d["use"])
-                issued[key] = issued.get(key, 0) + d["bytes"]
+            for cta in (e.cta,) if e.to is ABSENT else e.to:
+                key = (cta, e.barrier, e.use)
+                issued[key] = issued.get(key, 0) + e.bytes
                 first.setdefault(key, e)
                 if cluster > 1:
                     per = sources.setdefault(key, {})
-                    per[e.cta] = per.get(e.cta, 0) + d["bytes"]
+                    per[e.cta] = per.get(e.cta, 0) + e.bytes
     # A trap cuts the run short: the phases in flight on the trapping barrier never got
     # all their producers, so their byte counts prove nothing.
     trap = result.trap
@@ -70,8 +69,8 @@ def check(result) -> list[Finding]:
             evidence,
         ))
     for e in log.of_kind("complete_tx"):
-        d = e.data
-        if d["completed"] != d["use"]:  # landed outside the phase it was issued for
+        if e.completed != e.use:  # landed outside the phase it was issued for
+            d = e.data
             findings.append(Finding(
                 KIND, e.cta, d.get("who_issued", e.who), e.op, e.t,
                 f"CTA {e.cta}: {d['bytes']} bytes issued for phase {d['use']} of {d['barrier']} landed at cycle "

@@ -29,6 +29,7 @@ from collections import defaultdict
 
 from protosim.checkers.base import Finding, cyc, storage_key
 from protosim.checkers.races import Knowledge
+from protosim.engine.log import ABSENT
 from protosim.engine.order import ordered_after
 
 KIND = "unreleased_write"
@@ -40,64 +41,61 @@ def check(result) -> list[Finding]:
     parts_of = {b.name: b.parts for b in result.schedule.buffers}
     lane_known: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for e in log.of_kind("lane_release"):
-        pair = (e.data["warp"], e.data["at"])
-        for seq in e.data["seqs"]:
+        pair = (e.warp, e.at)
+        for seq in e.seqs:
             lane_known[seq].append(pair)
     lane_writes: set[int] = set()
     slots: set[tuple] = set()  # (cta, buffer, stage) with a lane write: only these streams matter
     for e in log.of_kind("access"):
-        d = e.data
-        if d["mode"] == "w" and d.get("lanes", 1) > 1 and space.get(d["buffer"]) == "smem":
-            lane_writes.add(d["seq"])
+        if e.mode == "w" and e.lanes > 1 and space.get(e.buffer) == "smem":
+            lane_writes.add(e.seq)
             slots.add(storage_key(e))
     if not lane_writes:
         return []
     for e in log.of_kind("wait"):  # an all-lane arrive's phase carries its lanes' stores
-        d = e.data
-        if d["seqs"]:
-            pair = (d["warp"], d["at"])
-            for seq in d["seqs"]:
+        if e.seqs:
+            pair = (e.warp, e.at)
+            for seq in e.seqs:
                 if seq in lane_writes:
                     lane_known[seq].append(pair)
     carried_by: dict[int, list] = defaultdict(list)  # lane-write seq -> single-lane arrives that left it out
     for e in log.of_kind("arrive"):
-        for seq in e.data.get("unreleased", ()):
-            carried_by[seq].append(e)
+        if e.unreleased is not ABSENT:
+            for seq in e.unreleased:
+                carried_by[seq].append(e)
     knowledge = Knowledge.of(log)
     waited = defaultdict(list)  # (cta, who) -> waits, to name the arrive a reader relied on
     for e in log.of_kind("wait"):
         waited[(e.cta, e.who)].append(e)
     streams: dict[tuple, list] = defaultdict(list)
     for e in log.of_kind("access"):
-        d = e.data
         key = storage_key(e)
         if key not in slots:
             continue
-        for p in (range(parts_of[d["buffer"]]) if d["part"] is None else (d["part"],)):
+        for p in (range(parts_of[e.buffer]) if e.part is None else (e.part,)):
             streams[(*key, p)].append(e)
     findings: dict[tuple, Finding] = {}
     for (cta, buffer, stage, part), events in streams.items():
         last_write_of: dict[str, object] = {}
         for e in events:
-            d = e.data
-            if d["mode"] == "w":
-                last_write_of[d["content"]] = e
+            if e.mode == "w":
+                last_write_of[e.content] = e
                 continue
-            w = last_write_of.get(d["content"])
-            if w is None or w.data["seq"] not in lane_writes:
+            w = last_write_of.get(e.content)
+            if w is None or w.seq not in lane_writes:
                 continue
-            if e.who == w.who and d.get("lanes", 1) > 1:
+            if e.who == w.who and e.lanes > 1:
                 continue  # the same lanes read back what they stored
             key = (e.cta, e.who, e.op)
             if key in findings:
                 continue
-            clock = d["clock"]
+            clock = e.clock
             if not knowledge.known(w, clock):
                 continue  # not ordered at all: raw_race says so
-            if ordered_after(lane_known.get(w.data["seq"]), clock):
+            if ordered_after(lane_known.get(w.seq), clock):
                 continue
             findings[key] = _finding(e, w, buffer, stage, part if parts_of[buffer] > 1 else None,
-                                     _relied_on(carried_by.get(w.data["seq"], []), waited[(e.cta, e.who)], e))
+                                     _relied_on(carried_by.get(w.seq, []), waited[(e.cta, e.who)], e))
     return sorted(findings.values(), key=lambda f: f.cycle)
 
 

@@ -35,7 +35,7 @@ import simpy
 
 from protosim.arch import ArchProfile, load_profile
 from protosim.engine import resolve
-from protosim.engine.log import EventLog
+from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
 from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats
@@ -58,7 +58,8 @@ class Machine:
         self.log = EventLog()
         self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch))
         self.latency = LatencyTables(self.arch)
-        self.sms = [SmUnits(i, self.arch) for i in range(self.arch.sm_count)]
+        self.sms: dict[int, SmUnits] = {}
+        """The SMs a CTA was placed on, by index: made on first use (a 1-CTA replay need not build 148)."""
         self.trap: Trap | None = None
         self.warps: list[WarpState] = []
         self.ctas: list[CtaState] = []
@@ -143,7 +144,7 @@ class Machine:
             self._start(members, sms, slots)
 
     def _start(self, members: list[CtaProgram], sms: list[int], slots) -> None:
-        ctas = [CtaState(prog, self.sms[sm], self.schedule) for prog, sm in zip(members, sms, strict=True)]
+        ctas = [CtaState(prog, self._sm(sm), self.schedule) for prog, sm in zip(members, sms, strict=True)]
         for cta in ctas:
             if len(ctas) > 1:
                 cta.peers = ctas
@@ -152,6 +153,12 @@ class Machine:
                 u.cta_started(cta)
         for cta, prog in zip(ctas, members, strict=True):
             self.env.process(self._cta(cta, prog, slots))
+
+    def _sm(self, index: int) -> SmUnits:
+        sm = self.sms.get(index)
+        if sm is None:
+            sm = self.sms[index] = SmUnits(index, self.arch)
+        return sm
 
     def _cta(self, cta: CtaState, prog: CtaProgram, slots: simpy.Store) -> Iterator[simpy.Event]:
         procs = []
@@ -243,24 +250,19 @@ class Machine:
         self._seq += 1
         if acc.cta is not None or acc.columns is not None:
             # A cluster peer's buffer (``owner``: whose storage it is) or a TMEM column range.
-            self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
-                          mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock,
-                          lanes=lanes, mma=mma, owner=resolve.owner(w, acc).index, columns=acc.columns)
-        elif mma is None:
-            self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
-                          mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock,
-                          lanes=lanes)
+            extra = (mma, resolve.owner(w, acc).index, acc.columns)
         else:
-            self.log.emit(self.env.now, "access", w.cta.index, w.who, i, buffer=acc.buffer, stage=acc.stage, part=part,
-                          mode=mode, content=acc.content, t0=t0, t1=t1, tile=tile, seq=self._seq, clock=clock,
-                          lanes=lanes, mma=mma)
+            extra = (ABSENT if mma is None else mma, ABSENT, ABSENT)
+        self.log.events.append(_new(AccessEvent, (self.env.now, "access", w.cta.index, w.who, i, acc.buffer, acc.stage,
+                                                  part, mode, acc.content, t0, t1, tile, self._seq, clock, lanes,
+                                                  *extra)))
         return self._seq
 
     def observe(self, w: WarpState, i: int, seqs, how: str, t: float | None = None) -> None:
         """Warp ``w`` now knows that the accesses ``seqs`` have completed."""
         if seqs:
-            self.log.emit(self.env.now if t is None else t, "observe", w.cta.index, w.who, i, seqs=tuple(seqs),
-                          warp=w.g, at=w.clock[w.g], how=how)
+            self.log.events.append(_new(ObserveEvent, (self.env.now if t is None else t, "observe", w.cta.index, w.who,
+                                                       i, tuple(seqs), w.g, w.clock[w.g], how)))
 
     def raise_trap(self, cta: CtaState, who: str, i: int, target: str, what: str, kind: str, detail: str,
                    state: MBarrierState | None) -> None:
@@ -274,7 +276,7 @@ class Machine:
     # -- result ----------------------------------------------------------------
     def _result(self) -> RunResult:
         stats = UnitStats()
-        for sm in self.sms:
+        for _, sm in sorted(self.sms.items()):  # SM order (float sums); an SM no CTA was placed on adds nothing
             stats.tma_busy += sm.tma.busy
             stats.mma_busy += sm.mma.busy
             stats.lsu_busy += sm.lsu.busy
@@ -348,6 +350,9 @@ class ClusterSlots:
         """An event that fires at the next slot freed."""
         self._freed = self.env.event()
         return self._freed
+
+
+_new = tuple.__new__  # an event record without a Python-level constructor call (hot path)
 
 
 def clusters(s: Schedule) -> list[list[CtaProgram]]:

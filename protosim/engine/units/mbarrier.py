@@ -14,11 +14,15 @@ from __future__ import annotations
 import simpy
 
 from protosim.engine import resolve
+from protosim.engine.log import ABSENT, ArriveEvent, ExpectTxEvent, PhaseEvent, WaitEvent
 from protosim.engine.order import join_into
 from protosim.engine.state import THREADS, BarrierCell, CtaState, Wakeup, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, MbarInval, Op, Wait
 from protosim.ptx import mbarrier as mb
+
+_new = tuple.__new__  # event records without a Python-level constructor call (hot path)
+
 
 class MBarrierUnit(Unit):
     name = "mbarrier"
@@ -63,7 +67,7 @@ class MBarrierUnit(Unit):
             cell.acc_clock, cell.acc_seqs = None, []
             if cell.acc_upto:
                 cell.acc_upto = {}
-            m.log.emit(m.env.now, "phase", cta.index, who, i, barrier=cell.name, completed=step.state.completed)
+            m.log.events.append(_new(PhaseEvent, (m.env.now, "phase", cta.index, who, i, cell.name, step.state.completed)))
             self.wake(cell)
         return True
 
@@ -113,13 +117,13 @@ class MBarrierUnit(Unit):
         """The arrive event, in the barrier's CTA (``from_cta``: the arriving warp's, when it is a
         cluster peer's); a single lane's arrive lists the lane writes it does not release."""
         m = self.m
-        extra = {} if cta is w.cta else {"from_cta": w.cta.index, "clock": clock}
+        remote = (ABSENT, ABSENT) if cta is w.cta else (w.cta.index, clock)
         if threads == 1 and w.lane_writes:
-            m.log.emit(m.env.now, "arrive", cta.index, w.who, i, barrier=op.barrier, use=op.use, count=count,
-                       completed=cell.state.completed, unreleased=tuple(w.lane_writes.values()), **extra)
+            unreleased, count = tuple(w.lane_writes.values()), count
         else:
-            m.log.emit(m.env.now, "arrive", cta.index, w.who, i, barrier=op.barrier, use=op.use,
-                       count=count * threads, completed=cell.state.completed, **extra)
+            unreleased, count = ABSENT, count * threads
+        m.log.events.append(_new(ArriveEvent, (m.env.now, "arrive", cta.index, w.who, i, op.barrier, op.use, count,
+                                               cell.state.completed, unreleased, ABSENT, ABSENT, *remote)))
 
     def _at(self, w: WarpState, cta: CtaState, act) -> None:
         """Run ``act`` on ``cta``'s barrier: now if it is the warp's own CTA, else after the cluster
@@ -154,9 +158,9 @@ class MBarrierUnit(Unit):
     def _log_expect(self, w: WarpState, i: int, op: ExpectTx | ArriveExpectTx, cta: CtaState, cell: BarrierCell,
                     threads: int) -> None:
         m = self.m
-        extra = {} if cta is w.cta else {"from_cta": w.cta.index}
-        m.log.emit(m.env.now, "expect_tx", cta.index, w.who, i, barrier=op.barrier, use=op.use,
-                   bytes=op.bytes * threads, completed=cell.state.completed, **extra)
+        m.log.events.append(_new(ExpectTxEvent, (m.env.now, "expect_tx", cta.index, w.who, i, op.barrier, op.use,
+                                                 op.bytes * threads, cell.state.completed,
+                                                 ABSENT if cta is w.cta else w.cta.index)))
 
     def expect_tx(self, w: WarpState, i: int, op: ExpectTx) -> None:
         cta = resolve.peer(w.cta, op.cta)
@@ -224,6 +228,6 @@ class MBarrierUnit(Unit):
         # The wait event doubles as the observation of the accesses the phase carried:
         # ``seqs`` one by one, ``upto`` as (thread, seq) -- all of that thread's MMA
         # accesses up to seq (a tcgen05.commit tracks every earlier MMA of its thread).
-        self.m.log.emit(self.m.env.now + w.debt, "wait", w.cta.index, w.who, i, barrier=op.barrier, parity=op.parity,
-                        use=op.use, begin=begin, completed_begin=c0, completed_return=c_ret, blocked=blocked,
-                        tile=op.tile, k=op.k, seqs=seqs, upto=upto, warp=w.g, at=w.clock[w.g])
+        self.m.log.events.append(_new(WaitEvent, (self.m.env.now + w.debt, "wait", w.cta.index, w.who, i, op.barrier,
+                                                  op.parity, op.use, begin, c0, c_ret, blocked, op.tile, op.k, seqs,
+                                                  upto, w.g, w.clock[w.g])))

@@ -16,11 +16,17 @@ from typing import Any
 import simpy
 
 from protosim.engine import resolve
+from protosim.engine.log import ABSENT, IssueEvent
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.engine.units.groups import GroupTable
 from protosim.ir import Mma, MmaCommit, MmaSync, Op, TmemCopy, Wgmma, WgmmaCommit, WgmmaWait
 from protosim.ptx import mbarrier as mb
+
+
+_new = tuple.__new__  # event records without a Python-level constructor call (hot path)
+_NO_TARGET = (ABSENT,) * 5
+"""An issue event's barrier, use, bytes, lands, to: none for an MMA or a wgmma."""
 
 
 class MmaIssuers:
@@ -122,7 +128,8 @@ class TensorCoreUnit(Unit):
         if done > st.last_done.get(key, 0.0):
             st.last_done[key] = done
         lanes = THREADS[op.issuer]
-        m.log.emit(m.env.now, "issue", w.cta.index, w.who, i, what=what, threads=lanes, tile=op.tile, k=op.k)
+        m.log.events.append(_new(IssueEvent, (m.env.now, "issue", w.cta.index, w.who, i, what, lanes, op.tile, op.k,
+                                              *_NO_TARGET)))
         clock = w.tick()
         seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, lanes, key) for acc in reads]
         seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, lanes, key) for acc in writes]
@@ -196,7 +203,8 @@ class TensorCoreUnit(Unit):
         now = env.now
         start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
         op_id = self.wgmma.new_op()
-        m.log.emit(now, "issue", cta.index, w.who, i, what="wgmma", threads=32 * w.warps, tile=op.tile, k=op.k)
+        m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "wgmma", 32 * w.warps, op.tile, op.k,
+                                              *_NO_TARGET)))
         clock = w.tick()
         seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, 32) for acc in op.reads]
         seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, 32) for acc in op.writes]

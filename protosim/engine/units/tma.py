@@ -12,11 +12,15 @@ from __future__ import annotations
 import dataclasses
 
 from protosim.engine import resolve
+from protosim.engine.log import ABSENT, CompleteTxEvent, IssueEvent
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.engine.units.groups import GroupTable
 from protosim.ir import BulkCommit, BulkWait, Op, TmaLoad, TmaStore
 from protosim.ptx import mbarrier as mb
+
+
+_new = tuple.__new__  # event records without a Python-level constructor call (hot path)
 
 
 class TmaUnit(Unit):
@@ -55,8 +59,8 @@ class TmaUnit(Unit):
         if op.multicast or op.barrier_cta is not None or op.dst.cta is not None:
             self._cluster_load(w, i, op, now, land)
             return
-        m.log.emit(now, "issue", cta.index, w.who, i, what="tma_load", threads=1, tile=op.tile, k=op.k,
-                   barrier=op.barrier, use=op.use, bytes=op.bytes, lands=land)
+        m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "tma_load", 1, op.tile, op.k,
+                                              op.barrier, op.use, op.bytes, land, ABSENT)))
         clock = w.tick()
         # Shared memory changes only while the bytes stream in at the end of the
         # transfer, not during the latency before the first byte.
@@ -68,8 +72,8 @@ class TmaUnit(Unit):
                 return
             cell = resolve.barrier(cta, op.barrier)
             cell.contribute(clock, (seq,))
-            m.log.emit(env.now, "complete_tx", cta.index, "tma", i, barrier=op.barrier, use=op.use,
-                       bytes=op.bytes, completed=cell.state.completed, issue=now, who_issued=w.who)
+            m.log.events.append(_new(CompleteTxEvent, (env.now, "complete_tx", cta.index, "tma", i, op.barrier, op.use,
+                                                       op.bytes, cell.state.completed, now, w.who, ABSENT, ABSENT)))
             m.mbarrier.apply(cta, "tma", i, cell, mb.complete_tx(cell.state, op.bytes), "complete_tx")
 
         m.at(land, landed)

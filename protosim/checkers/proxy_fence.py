@@ -48,6 +48,17 @@ GENERIC_WRITES = (SmemStore, ThreadCopy, CpAsync)
 RELEASES = (Arrive, ArriveExpectTx, MmaCommit)
 
 
+_KINDS = ((GENERIC_WRITES, "write"), (Fence, "fence"), (RELEASES, "release"), (Wait, "wait"),
+          ((TmaStore, TmemCopy, Wgmma, Mma), "read"))
+_ROLE: dict[type, str | None] = {}
+"""What an op class is to this checker (None: it plays no part), by class: learnt once per class."""
+
+
+def _role(cls: type) -> str | None:
+    what = _ROLE[cls] = next((what for classes, what in _KINDS if issubclass(cls, classes)), None)
+    return what
+
+
 def _async_reads(op) -> tuple:
     if isinstance(op, (TmaStore, TmemCopy)):
         return (op.src,)
@@ -65,21 +76,34 @@ def check(result) -> list[Finding]:
         for role, ops in zip(schedule.roles, cta.roles, strict=True):  # releases first: they are keyed by phase
             unfenced: dict[tuple[str, int], str] = {}
             for op in ops:
-                if isinstance(op, GENERIC_WRITES):
+                cls = type(op)
+                what = _ROLE[cls] if cls in _ROLE else _role(cls)
+                if what is None:
+                    continue
+                if what == "write":
                     unfenced[(op.dst.buffer, op.dst.stage)] = role.name
-                elif isinstance(op, Fence) and op.fence == "proxy_async":
-                    unfenced.clear()
-                elif isinstance(op, RELEASES) and unfenced:
+                elif what == "fence":
+                    if op.fence == "proxy_async":
+                        unfenced.clear()
+                elif what == "release" and unfenced:
                     carried.setdefault((op.barrier, op.use), {}).update(unfenced)
         for role, ops in zip(schedule.roles, cta.roles, strict=True):
             unfenced = {}
             for i, op in enumerate(ops):
-                if isinstance(op, GENERIC_WRITES):
+                cls = type(op)
+                what = _ROLE[cls] if cls in _ROLE else _role(cls)
+                if what is None:
+                    continue
+                if what == "write":
                     unfenced[(op.dst.buffer, op.dst.stage)] = role.name
-                elif isinstance(op, Fence) and op.fence == "proxy_async":
-                    unfenced = {}  # the writer's fence, or the reader's after its acquire (either orders the proxies)
-                elif isinstance(op, Wait):
-                    unfenced.update(carried.get((op.barrier, op.use), {}))
+                elif what == "fence":
+                    if op.fence == "proxy_async":
+                        unfenced = {}  # the writer's fence, or the reader's after its acquire (either orders the proxies)
+                elif what == "wait":
+                    if carried:
+                        unfenced.update(carried.get((op.barrier, op.use), {}))
+                if not unfenced:
+                    continue  # nothing unfenced: no read can be the finding
                 for a in _async_reads(op):
                     writer = unfenced.get((a.buffer, a.stage))
                     if writer is not None and (role.name, i) not in seen:

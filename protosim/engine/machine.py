@@ -106,7 +106,7 @@ class Machine:
                 self.env.run()
         else:
             slots = simpy.Store(self.env)
-            slots.items.extend(sm for _ in range(per_sm) for sm in range(a.sm_count))
+            slots.items.extend(list(range(a.sm_count)) * per_sm)  # every SM once, then each again, ...
             self.env.process(self._launcher(slots))
             with gc_paused():
                 self.env.run()

@@ -377,9 +377,10 @@ def group_records(records: list[dict[str, Any]]) -> dict[str, tuple[Case, list[d
 # ----------------------------------------------------------------------------- planning
 
 
-def draw_cases(n: int, seed: int = 0, **strategy_args) -> list[Case]:
-    """``n`` distinct cases from :func:`protosim.strategies.cases`, the same ones for the
-    same seed (and Hypothesis version): Hypothesis' own generator drives the draws."""
+def draw_cases(n: int, seed: int = 0, strategy=None, **strategy_args) -> list[Case]:
+    """``n`` distinct cases from :func:`protosim.strategies.cases` (``strategy_args`` are its
+    arguments), or from ``strategy``, any Hypothesis strategy of :class:`Case`; the same
+    ones for the same seed (and Hypothesis version): Hypothesis' own generator drives the draws."""
     import json
 
     from hypothesis import HealthCheck, Phase, given, settings
@@ -395,7 +396,7 @@ def draw_cases(n: int, seed: int = 0, **strategy_args) -> list[Case]:
     @hypothesis_seed(seed)
     @settings(max_examples=20 * n, phases=[Phase.generate], database=None, deadline=None,
               suppress_health_check=list(HealthCheck))
-    @given(cases(**strategy_args))
+    @given(strategy if strategy is not None else cases(**strategy_args))
     def collect(case: Case) -> None:
         key = json.dumps(case.to_dict(), sort_keys=True)
         if key not in seen and len(out) < n:
@@ -422,34 +423,29 @@ def job_for(case: Case, pred: Prediction | None, launches: int = 3) -> dict[str,
 
 
 def predict_many(cases_: list[Case], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None,
-                 source: str = "builder") -> list[Prediction]:
-    """:func:`predict` for each case, spread over processes (replays are CPU-bound)."""
-    return _map(_predict_from, [(c, runs, seed, source) for c in cases_], workers, progress)
+                 source: str = "builder", ray: str | None = None) -> list[Prediction]:
+    """:func:`predict` for each case, spread over processes or a Ray cluster (replays are
+    CPU-bound; :func:`protosim.sweep.run_sweep`)."""
+    return _map(_predict_from, [(c, runs, seed, source) for c in cases_], workers, progress, ray)
 
 
 def _predict_from(case: Case, runs: int, seed: int, source: str) -> Prediction:
     return predict(case, runs, seed, source=source)
 
 
-def _map(fn, arg_tuples: list[tuple], workers: int | None, progress) -> list:
-    import os
-    from concurrent.futures import ProcessPoolExecutor
+def _apply(call: tuple) -> Any:
+    """One work item of :func:`_map`: ``(function, arguments)``, both picklable."""
+    fn, args = call
+    return fn(*args)
 
-    workers = workers or os.cpu_count() or 1
-    out = []
-    if workers == 1 or len(arg_tuples) < 2:
-        for i, args in enumerate(arg_tuples):
-            out.append(fn(*args))
-            if progress:
-                progress(i + 1, len(arg_tuples))
-        return out
-    with ProcessPoolExecutor(workers) as pool:
-        futures = [pool.submit(fn, *args) for args in arg_tuples]
-        for i, f in enumerate(futures):
-            out.append(f.result())
-            if progress:
-                progress(i + 1, len(arg_tuples))
-    return out
+
+def _map(fn, arg_tuples: list[tuple], workers: int | None, progress, ray: str | None = None) -> list:
+    """``[fn(*args) ...]`` in order, through the one sweep runner.  A prediction takes
+    seconds, so each task is one config (``chunk_size=1``): no core idles at the end behind
+    a chunk of slow racy configs."""
+    from protosim.sweep import run_sweep
+
+    return run_sweep([(fn, args) for args in arg_tuples], _apply, workers=workers, ray=ray, progress=progress, chunk_size=1)
 
 
 def _covers(observations: list[Observed]):
@@ -461,7 +457,7 @@ def _predict_covering(case: Case, runs: int, seed: int, observations: list[Obser
 
 
 def compare_many(records: list[dict[str, Any]], runs: int = 8, seed: int = 0, workers: int | None = None, progress=None,
-                 stop_when_covered: bool = False, source: str = "builder") -> list[CaseReport]:
+                 stop_when_covered: bool = False, source: str = "builder", ray: str | None = None) -> list[CaseReport]:
     """:func:`compare`, with the predictions spread over processes.  ``stop_when_covered``
     ends each case's exploration as soon as all its launches agree (same verdicts, but
     the predicted sets are then only as large as needed: use it for regression checks,
@@ -469,9 +465,9 @@ def compare_many(records: list[dict[str, Any]], runs: int = 8, seed: int = 0, wo
     groups = list(group_records(records).values())
     if stop_when_covered:
         preds = _map(_predict_covering, [(c, runs, seed, [observe(r) for r in recs], source) for c, recs in groups],
-                     workers, progress)
+                     workers, progress, ray)
     else:
-        preds = predict_many([c for c, _ in groups], runs, seed, workers, progress, source=source)
+        preds = predict_many([c for c, _ in groups], runs, seed, workers, progress, source=source, ray=ray)
     reports = []
     for pred, (_, recs) in zip(preds, groups, strict=True):
         reports.append(CaseReport(pred, [(o, agree(pred, o)) for o in map(observe, recs)]))
@@ -556,7 +552,7 @@ def correct_fit(reports: list[CaseReport]) -> dict[str, float] | None:
     return _line_fit(*map(list, zip(*pts, strict=True))) if len(pts) >= 2 else None
 
 
-def bench_timing(records: list[dict[str, Any]], workers: int | None = None) -> dict[str, Any]:
+def bench_timing(records: list[dict[str, Any]], workers: int | None = None, ray: str | None = None) -> dict[str, Any]:
     """Bench launches (one process, many repetitions: launch overhead amortised) against
     the nominal replay of the same config, and the step-to-step speed-ups on both sides,
     each step represented by its fastest measured config."""
@@ -566,7 +562,7 @@ def bench_timing(records: list[dict[str, Any]], workers: int | None = None) -> d
             case = case_of(r)
             groups.setdefault(r["name"], (case, []))[1].append(r["bench"]["ms"] * 1000)
     names = sorted(groups, key=lambda n: (STEP_ORDER.index(groups[n][0].step), groups[n][0].config.PIPE_DEPTH))
-    preds = _map(predict, [(groups[n][0], 1, 0) for n in names], workers, None)
+    preds = _map(predict, [(groups[n][0], 1, 0) for n in names], workers, None, ray)
     rows = []
     for name, pred in zip(names, preds, strict=True):
         case, times = groups[name]

@@ -14,16 +14,20 @@ Commands:
   crosscheck plan           draw N configs (Hypothesis), predict each one's outcome set,
                             write the GPU job list (and build it with --build)
   crosscheck report FILES   silicon launch records vs the simulator: agreement table
+  sweep FILE --set K=...    judge every config of a grid (or --strategy's draws) in parallel:
+                            one row per config; local processes or --ray ADDRESS (docs/sweep.md)
 
 Exit status (every command):
   0  no finding, and every explored replay correct
   1  a protocol bug: a finding, or a reachable outcome other than correct (or a
      disagreement with the scenario's [expect]; for `demo`: a scenario that disagrees
-     with its [expect]; for `crosscheck report`: a config that disagrees with silicon)
+     with its [expect]; for `crosscheck report`: a config that disagrees with silicon;
+     for `sweep`: a config that is NOT OK -- else 2 when a grid point cannot be built)
   2  bad input or usage: one line on stderr naming the file, the field and the fix
   3  internal error: a bug in protosim; one line on stderr, the traceback saved to a file
   explain/trace/plot/report judge the nominal replay only; schedule/profile/crosscheck
   plan exit 0 or 2.  A closed pipe (`protosim run x | head`) keeps the status.
+  Ctrl-C exits 130 (`sweep` first prints the rows that finished).
 
 Examples:
   protosim demo
@@ -35,6 +39,7 @@ Examples:
   protosim trace scenarios/v2_no_phase_flip.toml -o v2.json   # open in https://ui.perfetto.dev
   protosim crosscheck plan -n 200 --seed 0 -o crosscheck/plan.json --build
   protosim crosscheck report results/silicon/*.jsonl --json agreement.json
+  protosim sweep scenarios/v5_ring.toml --set K=256,512,1024 --set PIPE_DEPTH=1..4
 """
 
 from __future__ import annotations
@@ -312,6 +317,58 @@ def _parser() -> argparse.ArgumentParser:
     cr.add_argument("--timing", action="store_true", help="also compare times: a fit over correct configs, and the bench "
                                                           "configs' simulated vs measured time and step-to-step speed-ups "
                                                           "(replays each bench config once: ~30 s each)")
+
+    def parallel_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--workers", type=_positive("--workers", 1, 4096),
+                        help="local processes (default: one per core; 1: in this process)")
+        sp.add_argument("--ray", metavar="ADDRESS",
+                        help="run on a Ray cluster instead: HOST:6379 (the head's address), auto (the cluster this "
+                             "machine is part of) or local (a private one); needs pip install 'protosim[sweep]' "
+                             "(docs/sweep.md)")
+
+    parallel_args(cp)
+    parallel_args(cr)
+    sw = sub.add_parser(
+        "sweep", help="judge many configs in parallel: a scenario over --set ranges, or a Hypothesis strategy's draws",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Judge every config of a sweep as `protosim run` judges one (nominal verdict, outcomes reachable under "
+                    "perturbation, simulated time) and print one row per config, in config order, whatever the engine.  "
+                    "FILE --set KEY=VALUES... sweeps the Cartesian product of the values (the first --set varies slowest); "
+                    "--strategy draws --examples configs with Hypothesis (seeded by --seed).",
+        epilog="Values: a comma list of TOML values and inclusive integer ranges: K=256,512,1024  PIPE_DEPTH=1..4  "
+               "K=256..2048:256\n  wait_parity_flip=\"\",tma,mma  skip_store_wait=false,true.  Keys: the builder's [config] "
+               "fields (protosim run --help),\n  explore.runs, explore.seed, explore.max_stall.\n\n"
+               "Exit status: 1 when some config is NOT OK (a finding, or a reachable outcome other than correct: as "
+               "`run`);\n  else 2 when some grid point cannot be built (its row says why: shared memory, size) or the "
+               "input is bad;\n  else 0.  Ctrl-C: the finished rows are printed (and are in --out), the count of "
+               "missing ones on stderr, exit 130.\n\n"
+               "Examples:\n  protosim sweep scenarios/v5_ring.toml --set K=256,512,1024 --set PIPE_DEPTH=1..4\n"
+               "  protosim sweep scenarios/v6_persistent.toml --set sm_count=1..8 --runs 1 --json > rows.json\n"
+               "  protosim sweep --strategy cases --examples 500 --seed 3 --out rows.jsonl\n"
+               "  protosim sweep --strategy cases --examples 10000 --ray HEAD:6379   # docs/sweep.md")
+    sw.add_argument("file", type=Path, nargs="?", help="a scenario .toml (omit with --strategy)")
+    sw.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUES",
+                    help="a [config] field and its values (K=256,512 or PIPE_DEPTH=1..4); one value fixes the field; repeatable")
+    sw.add_argument("--strategy", metavar="NAME",
+                    help="draw configs from a Hypothesis strategy of protosim.strategies.Case instead of a scenario: cases, "
+                         "correct_cases, or MODULE:ATTRIBUTE")
+    sw.add_argument("--examples", type=_positive("--examples", 1, 1_000_000), help="configs to draw with --strategy (default 100)")
+    sw.add_argument("--steps", help="with --strategy cases: steps to draw from (default v2,v3,v4,v5,v6,ws)")
+    sw.add_argument("--bugs", choices=("any", "yes", "no"), help="with --strategy cases: configs with one bug knob "
+                                                                 "(yes), without (no) or either (any, the default)")
+    sw.add_argument("--runs", type=_positive("--runs"),
+                    help="replays per config, the first nominal (1 = nominal only; default: as `run` -- the scenario's "
+                         "[explore] runs, else adaptive)")
+    sw.add_argument("--max-stall", type=_positive("--max-stall", 0), help="largest injected stall in cycles (default: the scenario's)")
+    sw.add_argument("--seed", type=_positive("--seed", 0),
+                    help="with FILE: the exploration seed (default: the scenario's); with --strategy: the draw seed (default 0)")
+    sw.add_argument("--max-ops", type=_positive("--max-ops"), default=DEFAULT_MAX_OPS,
+                    help=f"refuse configs of more ops than this (default {DEFAULT_MAX_OPS:,})")
+    parallel_args(sw)
+    sw.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    sw.add_argument("--out", type=Path, metavar="FILE.jsonl",
+                    help="also write each row as a JSON line the moment it finishes (a killed sweep keeps its finished rows)")
+    sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
 
@@ -469,7 +526,8 @@ def _cmd_crosscheck(args) -> int:
         cases = (cc.draw_cases(n_bugs, args.seed, steps=steps, bugs=True, clusters=clusters)
                  + cc.draw_cases(args.n - n_bugs, args.seed, steps=steps, bugs=False, clusters=clusters))
         progress = _Progress("predicting")
-        preds = cc.predict_many(cases, runs=args.runs, progress=progress, source=_source(args))
+        with _sweep_errors():
+            preds = cc.predict_many(cases, runs=args.runs, progress=progress, source=_source(args), **_parallel(args))
         progress.close()
         jobs = [cc.job_for(c, p, args.launches) for c, p in zip(cases, preds, strict=True)]
         plan = json.dumps({"seed": args.seed, "n": args.n, "steps": list(steps), "clusters": args.clusters, "runs": args.runs,
@@ -510,12 +568,14 @@ def _cmd_crosscheck(args) -> int:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
             return _fail(f"{args.plan}: not a plan file written by `protosim crosscheck plan` ({type(e).__name__}: {e})")
     progress = _Progress("predicting")
-    reports = cc.compare_many(records, runs=args.runs, progress=progress, source=_source(args))
+    with _sweep_errors():
+        reports = cc.compare_many(records, runs=args.runs, progress=progress, source=_source(args), **_parallel(args))
     progress.close()
     text = [cc.render(reports, args.rows)]
     timing = None
     if args.timing:
-        timing = {"correct_fit": cc.correct_fit(reports), "bench": cc.bench_timing(records)}
+        with _sweep_errors():
+            timing = {"correct_fit": cc.correct_fit(reports), "bench": cc.bench_timing(records, **_parallel(args))}
         text.append(cc.render_timing(timing["correct_fit"], timing["bench"]))
     missing = []
     if plan is not None:
@@ -646,9 +706,117 @@ def _cmd_report(args) -> int:
     return _written(args.out, "a self-contained page (no network needed)", tl.note, verdict)
 
 
+def _parallel(args) -> dict:
+    """``--workers`` / ``--ray`` as :func:`protosim.sweep.run_sweep` arguments, checked before any work."""
+    if args.ray is not None:
+        if args.workers is not None:
+            raise UsageError("--workers counts local processes; a --ray sweep uses the cluster's CPUs: drop one of them")
+        if not args.ray.strip():
+            raise UsageError("--ray: give the head's address (HOST:6379), auto or local")
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise UsageError(f"--ray {args.ray}: Ray is not installed; pip install 'protosim[sweep]', or drop --ray to use "
+                             "local processes")
+    return {"workers": args.workers, "ray": args.ray.strip() if args.ray else None}
+
+
+class _sweep_errors:  # noqa: N801 - used as `with _sweep_errors():`
+    """A sweep's input errors (a bad range, an unreachable Ray cluster) are usage errors: one line, exit 2."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        from protosim.sweep.grid import GridError
+        from protosim.sweep.runner import SweepError
+
+        if exc is not None and isinstance(exc, (GridError, SweepError)):
+            raise UsageError(str(exc)) from None
+        return False
+
+
+def _cmd_sweep(args) -> int:
+    import json
+
+    from protosim.sweep import SweepInterrupted, run_sweep
+    from protosim.sweep import grid as g
+
+    items = _sweep_items(args)
+    parallel = _parallel(args)
+    if args.out:
+        _check_out(args.out, "--out")
+    rows: list = [None] * len(items)
+    out = None
+    if args.out:
+        _write(args.out, lambda p: p.write_text(""))  # created (or emptied) now: a full disk is exit 2 before any replay
+        out = args.out.open("a", encoding="utf-8")
+
+    def on_result(index: int, row: dict) -> None:
+        rows[index] = {"index": index, **row}
+        if out:  # one line per finished row, flushed: a killed sweep leaves every row it finished
+            out.write(json.dumps(rows[index], default=str) + "\n")
+            out.flush()
+
+    progress = _Progress(f"sweep of {len(items)} configs", args.quiet)
+    start, stopped = time.monotonic(), None
+    try:
+        with _sweep_errors():
+            run_sweep(items, g.judge_item, progress=progress, on_result=on_result, **parallel)
+    except SweepInterrupted as e:
+        stopped = e
+    finally:
+        progress.close()
+        if out:
+            out.close()
+    seconds = time.monotonic() - start
+    engine = f"Ray at {parallel['ray']}" if parallel["ray"] else (
+        f"{parallel['workers'] or os.cpu_count()} local process(es)" if len(items) > 1 and parallel["workers"] != 1 else "1 process")
+    status = g.status(rows)
+    if args.json:
+        _out(dumps({"configs": len(items), "done": sum(r is not None for r in rows), "interrupted": stopped is not None,
+                    "status": status, "seconds": round(seconds, 3), "rows": [r for r in rows if r is not None]}))
+    else:
+        _out(g.render(rows, len(items)) + f" ({seconds:.1f} s on {engine})")
+    if stopped is not None:
+        where = f"; the finished rows are in {args.out}" if args.out else ""
+        print(f"protosim: sweep interrupted: {stopped.missing} of {stopped.total} configs not run{where}", file=sys.stderr)
+        return 130
+    return status
+
+
+def _sweep_items(args) -> list:
+    """The sweep's work items from FILE + --set, or from --strategy; every mistake a usage error."""
+    from protosim.sweep import grid as g
+
+    strategy_only = [f for f in ("examples", "steps", "bugs") if getattr(args, f) is not None]
+    with _sweep_errors():
+        if args.file is not None and args.strategy is not None:
+            raise UsageError(f"give a scenario ({args.file}) or --strategy {args.strategy}, not both")
+        if args.file is not None:
+            if strategy_only:
+                raise UsageError(f"--{strategy_only[0]} applies to --strategy sweeps; with a scenario use --set KEY=VALUES")
+            return g.scenario_items(args.file, args.overrides, args.runs, args.seed, args.max_stall, args.max_ops)
+        if args.strategy is None:
+            raise UsageError("sweep needs a scenario .toml with --set ranges, or --strategy cases (see `protosim sweep --help`)")
+        if args.overrides:
+            raise UsageError("--set varies a scenario's fields; a --strategy sweep draws its configs (narrow it with --steps, --bugs)")
+        kw: dict = {}
+        if args.steps is not None:
+            from protosim.strategies import STEPS
+
+            kw["steps"] = tuple(x.strip() for x in args.steps.split(",") if x.strip())
+            bad = [x for x in kw["steps"] if x not in STEPS]
+            if bad or not kw["steps"]:
+                raise UsageError(f"--steps {args.steps}: use some of {', '.join(STEPS)}")
+        if args.bugs is not None:
+            kw["bugs"] = {"any": None, "yes": True, "no": False}[args.bugs]
+        return g.strategy_items(args.strategy, args.examples or 100, args.seed or 0, args.runs, args.max_stall, args.max_ops, **kw)
+
+
 _COMMANDS = {"run": _cmd_run, "explain": _cmd_explain, "demo": _cmd_demo, "schedule": _cmd_schedule,
              "profile": _cmd_profile, "trace": _cmd_trace, "plot": _cmd_plot, "report": _cmd_report,
-             "crosscheck": _cmd_crosscheck}
+             "crosscheck": _cmd_crosscheck, "sweep": _cmd_sweep}
 
 if __name__ == "__main__":
     sys.exit(main())

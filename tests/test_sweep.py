@@ -1,0 +1,214 @@
+"""The sweep runner and `protosim sweep`: same rows in the same order on every engine, `run`'s
+verdicts, partial results kept on Ctrl-C, one-line errors for bad input, and a real Ray cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from protosim.cli import main
+from protosim.scenarios import builtin_dir
+from protosim.sweep import SweepInterrupted, run_sweep
+from protosim.sweep.grid import judge_item, scenario_items
+
+SCEN = builtin_dir()
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "protosim.cli", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=ROOT)
+
+
+def _items(sets=("K=128..512:128", "PIPE_DEPTH=1,2"), runs=2):
+    return scenario_items(SCEN / "v5_ring.toml", list(sets), runs=runs, seed=None, max_stall=None, max_ops=2_000_000)
+
+
+# ----------------------------------------------------------------------------- the runner
+
+
+def test_one_and_two_workers_give_the_same_rows_in_the_same_order():
+    items = _items()
+    assert [dict(i.params) for i in items][:3] == [{"K": 128, "PIPE_DEPTH": 1}, {"K": 128, "PIPE_DEPTH": 2}, {"K": 256, "PIPE_DEPTH": 1}]
+    inline = run_sweep(items, judge_item, workers=1)
+    pooled = run_sweep(items, judge_item, workers=2, chunk_size=1)  # one item per task: completion order shuffles
+    assert inline == pooled
+    assert [r["params"] for r in inline] == [dict(i.params) for i in items]
+    assert all(r["ok"] for r in inline)
+
+
+def _square(x: int) -> int:
+    return x * x
+
+
+def test_results_come_back_in_item_order_whatever_the_chunking():
+    items = list(range(57))
+    for chunk in (None, 1, 5, 100):
+        assert run_sweep(items, _square, workers=2, chunk_size=chunk) == [x * x for x in items]
+
+
+def _interrupt_at_7(x: int) -> int:
+    if x == 7:
+        raise KeyboardInterrupt
+    return x
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_keeps_what_finished(workers):
+    seen = []
+    with pytest.raises(SweepInterrupted) as info:
+        run_sweep(list(range(40)), _interrupt_at_7, workers=workers, chunk_size=1, on_result=lambda i, r: seen.append(i))
+    e = info.value
+    assert isinstance(e, KeyboardInterrupt)  # a caller that does not care still exits 130
+    assert e.total == 40 and e.missing == 40 - len(e.done) and 7 not in e.done
+    assert all(e.done[i] == i for i in e.done) and sorted(seen) == sorted(e.done)
+    if workers == 1:
+        assert sorted(e.done) == list(range(7))
+
+
+# ----------------------------------------------------------------------------- the rows are `run`'s verdicts
+
+
+@pytest.mark.parametrize("scenario, sets", [("v2_no_phase_flip.toml", ["K=256"]),
+                                            ("v5_ring.toml", ["K=256", "PIPE_DEPTH=3"])])
+def test_a_row_is_the_verdict_protosim_run_gives(scenario, sets, capsys):
+    row = run_sweep(scenario_items(SCEN / scenario, sets, runs=3, seed=None, max_stall=None, max_ops=2_000_000),
+                    judge_item, workers=1)[0]
+    overrides = [a for s in sets for a in ("--set", s)]
+    status = main(["run", str(SCEN / scenario), "--runs", "3", "--json", "--quiet", *overrides])
+    rep = json.loads(capsys.readouterr().out)
+    assert row["outcome"] == rep["verdict"]["outcome"]["kind"]
+    assert row["ok"] == rep["ok"] and status == (0 if rep["ok"] else 1)
+    classes = rep["outcome_set"]["classes"]
+    assert row["reachable"] == sorted(c["kind"] for c in classes) and row["runs"] == rep["outcome_set"]["runs"] == 3
+    assert set(row["findings"]) == set(rep["verdict"]["finding_kinds"]).union(*(c["finding_kinds"] for c in classes))
+    assert (row["cycles"], row["us"]) == (round(rep["verdict"]["timing"]["cycles"]), round(rep["verdict"]["timing"]["microseconds"], 3))
+    assert row["headline"] == rep["headline"]
+    assert row["config"] == rep["config"] and row["schedule"] == rep["verdict"]["schedule_hash"]
+
+
+# ----------------------------------------------------------------------------- the command
+
+
+def test_sweep_table_json_and_exit_status():
+    p = cli("sweep", str(SCEN / "v2_no_phase_flip.toml"), "--set", "K=128,256", "--runs", "2", "--workers", "2", "--quiet")
+    assert p.returncode == 1, p.stderr  # findings: as `run`
+    assert "NOT OK" in p.stdout and "2 of 2 configs judged: 0 OK, 2 NOT OK" in p.stdout
+    p = cli("sweep", str(SCEN / "v5_ring.toml"), "--set", "K=256", "--set", "PIPE_DEPTH=4,5", "--set", "BLK_N=256",
+            "--runs", "2", "--json")
+    d = json.loads(p.stdout)
+    assert p.returncode == 2, p.stderr  # both corners exceed shared memory: judged invalid, in their rows
+    assert [r["outcome"] for r in d["rows"]] == ["invalid", "invalid"] and "shared memory" in d["rows"][0]["error"]
+    assert "protosim-sweep" not in d["rows"][0]["error"]  # the worker's copy of the scenario is not what the user named
+
+
+def test_strategy_sweep_is_deterministic_across_engines():
+    args = ("sweep", "--strategy", "cases", "--examples", "4", "--seed", "1", "--runs", "1", "--json", "--quiet")
+    one, two = cli(*args, "--workers", "1"), cli(*args, "--workers", "2")
+    assert one.returncode in (0, 1) and one.returncode == two.returncode, one.stderr
+    rows1, rows2 = json.loads(one.stdout)["rows"], json.loads(two.stdout)["rows"]
+    assert len(rows1) == 4 and rows1 == rows2
+
+
+def test_out_file_has_every_row_as_a_json_line(tmp_path):
+    out = tmp_path / "rows.jsonl"
+    p = cli("sweep", str(SCEN / "v5_ring.toml"), "--set", "K=128..384:128", "--runs", "2", "--out", str(out), "--json")
+    assert p.returncode == 0, p.stderr
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(lines, key=lambda r: r["index"]) == json.loads(p.stdout)["rows"]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["scenarios/v5_ring.toml", "--set", "stages=1..4"], "did you mean PIPE_DEPTH"),
+    (["scenarios/v5_ring.toml", "--set", "PIPE_DEPTH=4..1"], "is empty"),
+    (["scenarios/v5_ring.toml", "--set", "PIPE_DEPTH=1..x"], "not a range"),
+    (["scenarios/v5_ring.toml", "--set", "K=1..100000000"], "narrow it"),
+    (["scenarios/v5_ring.toml", "--set", "K=100"], "multiple of"),
+    (["scenarios/v5_ring.toml", "--set", "K=64", "--set", "K=128"], "given twice"),
+    (["scenarios/no_such.toml", "--set", "K=64"], "no such file"),
+    ([], "needs a scenario"),
+    (["scenarios/v5_ring.toml", "--strategy", "cases"], "not both"),
+    (["--strategy", "no_module:x"], "cannot import"),
+    (["--strategy", "cases", "--set", "K=64"], "--set varies"),
+    (["scenarios/v5_ring.toml", "--workers", "2", "--ray", "auto"], "drop one"),
+    (["scenarios/v5_ring.toml", "--ray", "127.0.0.1:1"], None),  # nothing listens, or Ray missing: either is exit 2
+    (["scenarios/v5_ring.toml", "--workers", "0"], "must be >= 1"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    p = cli("sweep", *args, timeout=60)
+    assert p.returncode == 2, (p.stdout, p.stderr)
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    if needle:
+        assert needle in p.stderr
+
+
+def test_sigint_prints_the_finished_rows_and_exits_130(tmp_path):
+    out = tmp_path / "rows.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "protosim.cli", "sweep", str(SCEN / "v5_ring.toml"), "--set", "K=256..8192:64",
+                             "--runs", "6", "--workers", "2", "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 2):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "configs not run" in stderr and "Traceback" not in stderr
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert 2 <= len(rows) < 125
+    assert f"{len(rows)} of 125 configs judged" in stdout  # the table of what finished
+
+
+# ----------------------------------------------------------------------------- a real Ray cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A one-node Ray cluster (2 CPUs) started with `ray start --head` in its own session, so
+    that the test ends exactly the processes it started."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'protosim[sweep]'): the Ray engine is untested here")
+    port = _free_port()
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    ray_cli = Path(sys.executable).parent / "ray"
+    temp = Path("/tmp") / f"ps-ray-{os.getpid()}"  # Ray's socket paths must stay short: not under pytest's tmp_path
+    head = subprocess.Popen([str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+                             f"--temp-dir={temp}", "--include-dashboard=false", "--disable-usage-stats"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if head.poll() is not None:
+                    pytest.fail("ray start --head exited early")
+                time.sleep(0.2)
+        yield f"127.0.0.1:{port}", env
+    finally:
+        os.killpg(head.pid, signal.SIGKILL)  # the head's session: ray start, the GCS, the raylet and its workers
+        head.wait(timeout=30)
+        subprocess.run(["rm", "-rf", str(temp)], check=False)
+
+
+def test_ray_cluster_gives_the_same_rows_as_local_processes(ray_head):
+    address, env = ray_head
+    args = ("sweep", str(SCEN / "v5_ring.toml"), "--set", "K=128..512:128", "--set", "PIPE_DEPTH=1,2", "--runs", "2", "--json", "--quiet")
+    local = cli(*args, "--workers", "2")
+    on_ray = cli(*args, "--ray", address, env=env, timeout=180)
+    assert on_ray.returncode == local.returncode == 0, on_ray.stderr[-2000:]
+    assert json.loads(on_ray.stdout)["rows"] == json.loads(local.stdout)["rows"]

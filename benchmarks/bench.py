@@ -227,6 +227,7 @@ def run_child(argv: list[str], env: dict, cwd: Path) -> tuple[int, float, float,
 
 
 def measure_row(name: str, src: Path) -> dict:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None  # other processes on the cores, at the row's start
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys((str(src), str(ROOT)))), BENCH_SRC=str(src), PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
     rc, wall, rss, out = run_child([sys.executable, str(Path(__file__).resolve()), "--row", name], env, src)
     data = {}
@@ -236,6 +237,7 @@ def measure_row(name: str, src: Path) -> dict:
     if rc != 0 or not data:
         return {"error": f"exit {rc}", "max_rss_mb": rss}
     data["max_rss_mb"] = max(rss, data.get("children_max_rss_mb", 0.0))
+    data["loadavg_at_start"] = load
     return data
 
 
@@ -404,7 +406,7 @@ def main() -> int:
             show({"key": key, "label": f"sweep, {w} worker(s){' = N, every core' if w == n else ''} ({d['items']} configs)",
                   "result": f"{d['items_per_s']:.1f} configs/s", "target": target, "ok": ok,
                   "detail": (f"{d['seconds']:.2f} s" + (f", {eff:.0%} of linear" if eff is not None and w > 1 else "")
-                             + f"; {d['runner']}"),
+                             + f", load {d['loadavg_at_start']:.1f} at start; {d['runner']}"),
                   "data": d, "max_rss_mb": d.get("max_rss_mb")})
 
     print()

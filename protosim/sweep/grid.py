@@ -281,7 +281,9 @@ def render(rows: list[dict[str, Any] | None], total: int) -> str:
     done = [(i, r) for i, r in enumerate(rows) if r is not None]
     keys = list(dict.fromkeys(k for _, r in done for k in r["params"]))
     head = ["#", *keys, "verdict", "nominal", "reachable", "cycles", "µs", "findings"]
-    numeric = {0, len(head) - 3, len(head) - 2}
+    numeric = {0, len(head) - 3, len(head) - 2} | {1 + j for j, k in enumerate(keys)  # integer parameters align right
+                                                    if all(isinstance(r["params"].get(k), int) and not isinstance(r["params"].get(k), bool)
+                                                           for _, r in done)}
     table = []
     for i, r in done:
         params = [_cell(r["params"].get(k)) for k in keys]

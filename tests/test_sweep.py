@@ -95,6 +95,18 @@ def test_a_row_is_the_verdict_protosim_run_gives(scenario, sets, capsys):
     assert row["config"] == rep["config"] and row["schedule"] == rep["verdict"]["schedule_hash"]
 
 
+def test_crosscheck_predictions_go_through_the_runner_alike_on_1_and_2_workers():
+    from protosim.crosscheck import draw_cases, predict_many
+
+    cases = draw_cases(4, seed=5, bugs=True, delays=False)
+
+    def strip(p):
+        return {k: v for k, v in p.to_json().items() if k != "seconds"}  # wall time, not a verdict
+
+    one, two = (predict_many(cases, runs=2, workers=w) for w in (1, 2))
+    assert [strip(p) for p in one] == [strip(p) for p in two]
+
+
 # ----------------------------------------------------------------------------- the command
 
 

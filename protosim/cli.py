@@ -331,13 +331,14 @@ def _parser() -> argparse.ArgumentParser:
     sw = sub.add_parser(
         "sweep", help="judge many configs in parallel: a scenario over --set ranges, or a Hypothesis strategy's draws",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Judge every config of a sweep as `protosim run` judges one (nominal verdict, outcomes reachable under "
-                    "perturbation, simulated time) and print one row per config, in config order, whatever the engine.  "
-                    "FILE --set KEY=VALUES... sweeps the Cartesian product of the values (the first --set varies slowest); "
-                    "--strategy draws --examples configs with Hypothesis (seeded by --seed).",
+        description="Judge every config of a sweep as `protosim run` judges one (nominal verdict, outcomes reachable\n"
+                    "under perturbation, simulated time) and print one row per config, in config order, whatever the\n"
+                    "engine: local processes (default: one per core) or a Ray cluster (--ray).\n"
+                    "FILE --set KEY=VALUES...: the Cartesian product of the values (the first --set varies slowest).\n"
+                    "--strategy NAME: --examples configs drawn with Hypothesis, seeded by --seed.",
         epilog="Values: a comma list of TOML values and inclusive integer ranges: K=256,512,1024  PIPE_DEPTH=1..4  "
-               "K=256..2048:256\n  wait_parity_flip=\"\",tma,mma  skip_store_wait=false,true.  Keys: the builder's [config] "
-               "fields (protosim run --help),\n  explore.runs, explore.seed, explore.max_stall.\n\n"
+               "K=256..2048:256\n  skip_store_wait=false,true  'wait_parity_flip=\"\",tma,mma' (quoted, or the shell eats \"\").\n"
+               "Keys: the builder's [config] fields (protosim run --help), explore.runs, explore.seed, explore.max_stall.\n\n"
                "Exit status: 1 when some config is NOT OK (a finding, or a reachable outcome other than correct: as "
                "`run`);\n  else 2 when some grid point cannot be built (its row says why: shared memory, size) or the "
                "input is bad;\n  else 0.  Ctrl-C: the finished rows are printed (and are in --out), the count of "

@@ -144,6 +144,8 @@ def test_out_file_has_every_row_as_a_json_line(tmp_path):
     (["scenarios/v5_ring.toml", "--set", "PIPE_DEPTH=1..x"], "not a range"),
     (["scenarios/v5_ring.toml", "--set", "K=1..100000000"], "narrow it"),
     (["scenarios/v5_ring.toml", "--set", "K=100"], "multiple of"),
+    (["scenarios/v5_ring.toml", "--set", "K=64,abc"], "not an integer"),
+    (["tests/data/../../scenarios/v5_ring.toml", "--set", "skip_store_wait=false,1"], "not true/false"),
     (["scenarios/v5_ring.toml", "--set", "K=64", "--set", "K=128"], "given twice"),
     (["scenarios/no_such.toml", "--set", "K=64"], "no such file"),
     ([], "needs a scenario"),

@@ -149,6 +149,7 @@ def scenario_items(path: Path, sets: list[str], runs: int | None, seed: int | No
     base = load_scenario(path, max_ops=max_ops)  # ScenarioError: the file itself is wrong
     parsed = parse_sets(sets)
     check_keys(parsed, base.builder)
+    _check_types(path, parsed, base)
     points = grid(parsed)
     swept = {k for k, v in parsed if len(v) > 1}
     text = path.read_text(encoding="utf-8")
@@ -159,6 +160,28 @@ def scenario_items(path: Path, sets: list[str], runs: int | None, seed: int | No
             raise GridError(f"{e} (the first grid point: {_label(points[0])})") from None
     return [Item(path.stem, text, point, tuple((k, v) for k, v in point if k in swept) or point, runs, seed, max_stall,
                  max_ops, str(path)) for point in points]
+
+
+def _check_types(path: Path, sets: list[tuple[str, list[Any]]], base) -> None:
+    """A value of the wrong type (``K=64,abc``) is a typo wherever it sits in the grid: refuse
+    it before any replay.  (Whether a *combination* of values builds is each row's business.)"""
+    from protosim.config import ConfigError
+
+    if base.config is None or not hasattr(base.config, "to_dict"):
+        return
+    fields = base.config.to_dict()
+    for key, values in sets:
+        name = key.removeprefix("config.")
+        if name not in fields:
+            continue
+        for value in values:
+            try:
+                type(base.config).from_dict({**fields, name: value})
+            except ConfigError as e:
+                if any(t in e.message for t in ("is not an integer", "is not true/false", "is not a string")):
+                    raise GridError(f"{path}: --set {key}: {e.message}") from None
+            except (TypeError, ValueError):
+                pass  # a combination the loader judges per row
 
 
 def _only_capacity(e) -> bool:
@@ -313,4 +336,6 @@ def _cell(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if value == "":
+        return '""'
     return str(value)

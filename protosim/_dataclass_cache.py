@@ -22,6 +22,7 @@ under ``sys.pycache_prefix`` when that is set, atomically, and a failure to writ
 
 from __future__ import annotations
 
+import _thread
 import builtins
 import dataclasses
 import marshal
@@ -32,6 +33,9 @@ from importlib.util import MAGIC_NUMBER, cache_from_source
 _KEY = b"protosim-dataclass-cache\x00" + MAGIC_NUMBER
 _compile = builtins.compile
 _exec = builtins.exec
+_PATCH = _thread.RLock()
+"""One thread at a time swaps ``dataclasses.exec`` (two imports in two threads would restore
+each other's)."""
 
 
 class DataclassCache:
@@ -73,16 +77,17 @@ class DataclassCache:
     def dataclass(self, cls=None, /, **params):
         """``dataclasses.dataclass(cls, **params)``, its generated methods from the cache."""
         def wrap(c):
-            had = "exec" in vars(dataclasses)
-            old = vars(dataclasses).get("exec")
-            dataclasses.exec = self._exec  # a module global shadows the builtin in _create_fn
-            try:
-                return dataclasses.dataclass(c, **params)
-            finally:
-                if had:
-                    dataclasses.exec = old
-                else:
-                    del dataclasses.exec
+            with _PATCH:
+                had = "exec" in vars(dataclasses)
+                old = vars(dataclasses).get("exec")
+                dataclasses.exec = self._exec  # a module global shadows the builtin in _create_fn
+                try:
+                    return dataclasses.dataclass(c, **params)
+                finally:
+                    if had:
+                        dataclasses.exec = old
+                    else:
+                        del dataclasses.exec
         return wrap if cls is None else wrap(cls)
 
     def save(self) -> None:

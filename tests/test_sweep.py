@@ -226,3 +226,33 @@ def test_ray_cluster_gives_the_same_rows_as_local_processes(ray_head):
     on_ray = cli(*args, "--ray", address, env=env, timeout=180)
     assert on_ray.returncode == local.returncode == 0, on_ray.stderr[-2000:]
     assert json.loads(on_ray.stdout)["rows"] == json.loads(local.stdout)["rows"]
+
+
+# ----------------------------------------------------------------------------- fuzzing the flags
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402 - the fuzz section's own imports
+from hypothesis import strategies as st  # noqa: E402
+
+_KEYS = st.sampled_from(["K", "M", "PIPE_DEPTH", "BLK_N", "skip_store_wait", "wait_parity_flip", "explore.seed", "stages",
+                         "expect.ok", "", "K K", "arch", "l2_at_launch"])
+_VALUES = st.sampled_from(["64", "128,256", "1..3", "3..1", "1..2:0", "1..", "..", "true,false", "tma", '"",mma', "abc",
+                           "-64", "0", "64..256:64", "h200,b200", "1e3", "1..99999999", ",", "cold,inputs", "64,64"])
+
+
+@settings(max_examples=int(os.environ.get("PROTOSIM_SWEEP_FUZZ", "40")), deadline=None, suppress_health_check=list(HealthCheck),
+          derandomize="PROTOSIM_SWEEP_FUZZ" not in os.environ)
+@given(sets=st.lists(st.tuples(_KEYS, _VALUES), max_size=3),
+       extra=st.lists(st.sampled_from([["--workers", "1"], ["--workers", "0"], ["--runs", "1"], ["--json"],
+                                       ["--strategy", "cases"], ["--examples", "2"], ["--bugs", "yes"], ["--steps", "v9"],
+                                       ["--seed", "-1"], ["--max-ops", "10"], ["--ray", ""]]), max_size=3))
+def test_any_sweep_command_line_keeps_the_exit_contract(sets, extra, capsys):
+    argv = ["sweep", str(SCEN / "v4_tma.toml"), "--runs", "1", "--workers", "1", "--quiet"]
+    for key, value in sets:
+        argv += ["--set", f"{key}={value}"]
+    for flags in extra:
+        argv += flags
+    status = main(argv)
+    err = capsys.readouterr().err
+    assert status in (0, 1, 2), (argv, err)  # never 3: a user mistake is not a protosim bug
+    if status == 2 and err:
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)

@@ -21,6 +21,7 @@ work is cancelled, the workers are stopped, and :class:`SweepInterrupted` -- a
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 from collections.abc import Callable, Sequence
@@ -34,6 +35,9 @@ MAX_CHUNK = 32
 """Items per task at most: ~32 ms of 1 ms verdicts, enough to hide a task's ~0.3 ms overhead,
 few enough that progress moves and the last tasks finish together."""
 CHUNKS_PER_WORKER = 8
+IN_FLIGHT_PER_WORKER = 3
+"""Chunks submitted ahead per worker: enough that none idles between tasks, few enough that a
+sweep of 10^5 configs does not hold every pickled chunk in the queue (and Ctrl-C has little to cancel)."""
 """Aim for this many tasks per worker, so a slow chunk at the end leaves the others little idle time."""
 
 
@@ -115,10 +119,19 @@ def _run_pool(workers: int, chunks: list[range], items: list[Any], work_fn, reco
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     pool = ProcessPoolExecutor(workers, initializer=_ignore_sigint)
+    todo = iter(chunks)
+    pending: set = set()
+
+    def submit(n: int) -> None:  # keep a few chunks queued per worker, not all: memory stays flat for 10^5 items
+        for chunk in itertools.islice(todo, n):
+            pending.add(pool.submit(_run_chunk, work_fn, [(i, items[i]) for i in chunk]))
+
     try:
-        pending = {pool.submit(_run_chunk, work_fn, [(i, items[i]) for i in chunk]) for chunk in chunks}
+        submit(IN_FLIGHT_PER_WORKER * workers)
         while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            pending.difference_update(finished)
+            submit(len(finished))
             for future in finished:
                 for i, result in future.result():  # re-raises the work function's exception
                     record(i, result)
@@ -148,11 +161,18 @@ def _run_ray(address: str, items: list[Any], work_fn, record, chunk_size: int | 
     try:
         cpus = int(ray.cluster_resources().get("CPU", 1)) or 1
         task = ray.remote(num_cpus=1)(_run_chunk)
-        refs = [task.remote(work_fn, [(i, items[i]) for i in chunk]) for chunk in _chunks(len(items), cpus, chunk_size)]
-        pending = list(refs)
+        todo = iter(_chunks(len(items), cpus, chunk_size))
+        pending: list = []
+
+        def submit(n: int) -> None:  # as for the pool: a bounded queue, so the object store holds a few chunks per CPU
+            pending.extend(task.remote(work_fn, [(i, items[i]) for i in chunk]) for chunk in itertools.islice(todo, n))
+
         try:
+            submit(IN_FLIGHT_PER_WORKER * cpus)
             while pending:
-                ready, pending = ray.wait(pending, num_returns=1)
+                ready, rest = ray.wait(pending, num_returns=1)
+                pending[:] = rest
+                submit(len(ready))
                 for ref in ready:
                     for i, result in ray.get(ref):
                         record(i, result)

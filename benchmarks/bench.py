@@ -14,6 +14,9 @@ of them reached, with .pyc files as an installed protosim has them (written by a
 uncounted run); where PYTHONDONTWRITEBYTECODE is set, a second row times the runs as this
 environment makes them (no .pyc: every module compiled from source on each start).
 
+Other processes on the machine slow a row down (and halve the 2-worker sweep on 2 cores):
+each row records how many cores were idle just before it started (``idle_cores_at_start``).
+
 Targets (issue 15): full chip v6 4096^3 < 8 s and < 400 MB on h200 and on b200;
 8192x8192x4096 on b200 < 40 s and < 2 GB; cold run < 60 ms; >= 2,000 single-CTA verdicts
 per second per core; sweep throughput from 1 to 2 workers within 10% of linear.  Each row
@@ -226,8 +229,25 @@ def run_child(argv: list[str], env: dict, cwd: Path) -> tuple[int, float, float,
     return p.returncode, time.perf_counter() - t, usage.ru_maxrss / 1024, stdout.decode(errors="replace")
 
 
+def idle_cores(seconds: float = 0.5) -> float | None:
+    """How many cores sat idle over ``seconds`` just now (/proc/stat): what other processes leave
+    to a row.  The load average lags by a minute (it still counts the row before)."""
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return v[3] + v[4], sum(v[:8])  # idle + iowait, all but guest time
+    try:
+        i0, t0 = sample()
+        time.sleep(seconds)
+        i1, t1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    return (os.cpu_count() or 1) * (i1 - i0) / max(1, t1 - t0)
+
+
 def measure_row(name: str, src: Path) -> dict:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None  # other processes on the cores, at the row's start
+    idle = idle_cores()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(dict.fromkeys((str(src), str(ROOT)))), BENCH_SRC=str(src), PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
     rc, wall, rss, out = run_child([sys.executable, str(Path(__file__).resolve()), "--row", name], env, src)
     data = {}
@@ -238,6 +258,7 @@ def measure_row(name: str, src: Path) -> dict:
         return {"error": f"exit {rc}", "max_rss_mb": rss}
     data["max_rss_mb"] = max(rss, data.get("children_max_rss_mb", 0.0))
     data["loadavg_at_start"] = load
+    data["idle_cores_at_start"] = idle
     return data
 
 
@@ -350,6 +371,9 @@ def main() -> int:
     rows: list[dict] = []
 
     def show(r: dict) -> None:
+        idle = r.get("data", {}).get("idle_cores_at_start")
+        if idle is not None and "cores idle" not in r.get("detail", ""):
+            r["detail"] = r.get("detail", "") + f"; {idle:.1f} of {os.cpu_count()} cores idle at start"
         rows.append(r)
         print(f"  {r['label']}: {r['result']}, max RSS {r.get('max_rss_mb', 0):,.0f} MB", file=sys.stderr, flush=True)
 
@@ -406,7 +430,7 @@ def main() -> int:
             show({"key": key, "label": f"sweep, {w} worker(s){' = N, every core' if w == n else ''} ({d['items']} configs)",
                   "result": f"{d['items_per_s']:.1f} configs/s", "target": target, "ok": ok,
                   "detail": (f"{d['seconds']:.2f} s" + (f", {eff:.0%} of linear" if eff is not None and w > 1 else "")
-                             + f", load {d['loadavg_at_start']:.1f} at start; {d['runner']}"),
+                             + f", {d['idle_cores_at_start']:.1f} of {n} cores idle at start; {d['runner']}"),
                   "data": d, "max_rss_mb": d.get("max_rss_mb")})
 
     print()

@@ -320,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
 
     def parallel_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--workers", type=_positive("--workers", 1, 4096),
-                        help="local processes (default: one per core; 1: in this process)")
+                        help="local processes (default: one per core this process may use; 1: in this process)")
         sp.add_argument("--ray", metavar="ADDRESS",
                         help="run on a Ray cluster instead: HOST:6379 (the head's address), auto (the cluster this "
                              "machine is part of) or local (a private one); needs pip install 'protosim[sweep]' "
@@ -742,6 +742,7 @@ def _cmd_sweep(args) -> int:
 
     from protosim.sweep import SweepInterrupted, run_sweep
     from protosim.sweep import grid as g
+    from protosim.sweep.runner import default_workers
 
     items = _sweep_items(args)
     parallel = _parallel(args)
@@ -772,7 +773,7 @@ def _cmd_sweep(args) -> int:
             out.close()
     seconds = time.monotonic() - start
     engine = f"Ray at {parallel['ray']}" if parallel["ray"] else (
-        f"{parallel['workers'] or os.cpu_count()} local process(es)" if len(items) > 1 and parallel["workers"] != 1 else "1 process")
+        f"{min(parallel['workers'] or default_workers(), len(items))} local process(es)" if len(items) > 1 and parallel["workers"] != 1 else "1 process")
     status = g.status(rows)
     if args.json:
         _out(dumps({"configs": len(items), "done": sum(r is not None for r in rows), "interrupted": stopped is not None,

@@ -85,7 +85,7 @@ def run_sweep(items: Sequence[Any], work_fn: Callable[[Any], Any], workers: int 
         if ray is not None:
             _run_ray(ray, items, work_fn, record, chunk_size)
         else:
-            workers = workers or os.cpu_count() or 1
+            workers = workers or default_workers()
             if workers == 1 or total < 2:
                 for i, item in enumerate(items):
                     record(i, work_fn(item))
@@ -94,6 +94,14 @@ def run_sweep(items: Sequence[Any], work_fn: Callable[[Any], Any], workers: int 
     except KeyboardInterrupt:
         raise SweepInterrupted(done, total) from None
     return [done[i] for i in range(total)]
+
+
+def default_workers() -> int:
+    """The cores this process may run on (a container's or ``taskset``'s share, not the host's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 def _chunks(total: int, workers: int, chunk_size: int | None) -> list[range]:

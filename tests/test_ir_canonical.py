@@ -56,14 +56,17 @@ def test_op_text_is_json_dumps(kind):
         kw = {f.name: _sample(str(f.type), f.name, variant) for f in fields
               if variant < 2 or f.default is dataclasses.MISSING}
         op = cls(**kw)
-        assert ir._op_text(op) == json.dumps(ir._op_to_json(op), sort_keys=True, separators=(",", ":"))
+        ref = json.dumps(ir._op_to_json(op), sort_keys=True, separators=(",", ":"))
+        assert ir._op_text(op) == ref
+        assert ir._fast_writer(cls)(op) == ref  # the generated writer large schedules use
     # values no builder writes still come out as json.dumps writes them (the encoder's own path)
     f = next(f for f in fields if f.default is dataclasses.MISSING) if any(
         f.default is dataclasses.MISSING for f in fields) else fields[0]
     for odd in (1.5, float("inf"), [1, (2, 3)], {"b": 1, "a": None}, 10**30, False):
         op = cls(**{**{g.name: _sample(str(g.type), g.name, 2) for g in fields if g.default is dataclasses.MISSING},
                     f.name: odd})
-        assert ir._op_text(op) == json.dumps(ir._op_to_json(op), sort_keys=True, separators=(",", ":"))
+        ref = json.dumps(ir._op_to_json(op), sort_keys=True, separators=(",", ":"))
+        assert ir._op_text(op) == ref and ir._fast_writer(cls)(op) == ref
 
 
 def _schedules():
@@ -112,3 +115,12 @@ def test_golden_schedule_hashes():
 def test_sha256_is_hashlibs(size):
     blob = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
     assert ir._sha256(blob).hexdigest() == hashlib.sha256(blob).hexdigest()
+
+
+def test_large_schedule_path(monkeypatch):
+    """Schedules past FAST_WRITER_OPS take the generated writers: the same text and hash."""
+    s = BUILDERS["hgemm_v6"](GemmConfig(M=1024, N=1024, K=512))
+    ref = _reference(s)
+    monkeypatch.setattr(ir, "FAST_WRITER_OPS", 0)
+    assert ir.dumps(s) == ref
+    assert ir.content_hash(dataclasses.replace(s)) == _reference_hash(s)

@@ -8,8 +8,6 @@ a verdict is never "clean" because a checker broke.
 
 from __future__ import annotations
 
-import traceback
-
 from protosim.checkers import (
     capacity,
     cluster,
@@ -59,6 +57,7 @@ def run_checkers(result) -> list[Finding]:
             try:
                 findings.extend(check(result))
             except Exception as e:  # noqa: BLE001 -- reported, not swallowed
+                import traceback  # only here: a start that never needs it does not load it
                 findings.append(Finding("incomplete", -1, name, -1, 0.0,
                                         f"checker {name} failed: {e!r}; this verdict is incomplete",
                                         {"traceback": traceback.format_exc()}))

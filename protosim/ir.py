@@ -33,6 +33,7 @@ import dataclasses
 import json
 import weakref
 from dataclasses import field
+from collections.abc import Iterator
 from typing import Any, ClassVar, Literal
 
 from protosim._dataclass_cache import DataclassCache
@@ -1192,7 +1193,9 @@ def _fast_writer(cls: type):
     return env["write"]
 
 
-def _ctas_text(s: Schedule) -> str:
+def _ctas_chunks(s: Schedule) -> Iterator[str]:
+    """The text of ``ctas`` in pieces, one CTA at a time (a full chip's text is ~100 MB: the
+    hash reads it piece by piece instead of holding it whole)."""
     if s.op_count() > FAST_WRITER_OPS:
         get = _FAST_WRITERS.get
 
@@ -1200,23 +1203,34 @@ def _ctas_text(s: Schedule) -> str:
             return (get(op.__class__) or _fast_writer(op.__class__))(op)
     else:
         text = _op_text
-    return "[" + ",".join(
-        ['{"index":' + _value_text(c.index) + ',"roles":['
-         + ",".join(["[" + ",".join([text(op) for op in ops]) + "]" for ops in c.roles]) + "]}"
-         for c in s.ctas]) + "]"
+    sep = "["
+    for c in s.ctas:
+        yield (sep + '{"index":' + _value_text(c.index) + ',"roles":['
+               + ",".join(["[" + ",".join([text(op) for op in ops]) + "]" for ops in c.roles]) + "]}")
+        sep = ","
+    yield "[]" if sep == "[" else "]"
 
 
-def _canonical(s: Schedule, with_config: bool) -> str:
+def _canonical_chunks(s: Schedule, with_config: bool) -> Iterator[str]:
     """``json.dumps(to_json(s), sort_keys=True, separators=(",", ":"))`` (without ``config``
-    unless ``with_config``): a dict's items in key order, "key":value joined by commas."""
+    unless ``with_config``) in pieces: a dict's items in key order, "key":value joined by commas."""
     d = to_json_header(s)
     if with_config:
         d["config"] = s.config
     d["ctas"] = None
-    parts = []
+    sep = "{"
     for key in sorted(d):
-        parts.append(_ESC(key) + ":" + (_ctas_text(s) if key == "ctas" else _ENCODE(d[key])))
-    return "{" + ",".join(parts) + "}"
+        yield sep + _ESC(key) + ":"
+        if key == "ctas":
+            yield from _ctas_chunks(s)
+        else:
+            yield _ENCODE(d[key])
+        sep = ","
+    yield "}"
+
+
+def _canonical(s: Schedule, with_config: bool) -> str:
+    return "".join(_canonical_chunks(s, with_config))
 
 
 def to_json_header(s: Schedule) -> dict[str, Any]:
@@ -1245,18 +1259,18 @@ def loads(text: str) -> Schedule:
     return from_json(json.loads(text))
 
 
-def _sha256(blob: bytes):
-    """``hashlib.sha256(blob)``.  A small schedule's text goes through CPython's own SHA-256
+def _sha256(large: bool):
+    """A fresh ``hashlib.sha256()``.  A small schedule's text goes through CPython's own SHA-256
     (``_sha256``, ~1 ms to load) rather than hashlib's OpenSSL (~5 ms to load: a twelfth of a
     cold ``protosim run``); a large one through OpenSSL, ~5x faster per byte.  Same digest."""
-    if len(blob) < 1 << 20:
+    if not large:
         try:
             from _sha256 import sha256
         except ImportError:  # an interpreter built without it
             from hashlib import sha256
     else:
         from hashlib import sha256
-    return sha256(blob)
+    return sha256()
 
 
 _HASHES: dict[int, tuple[Any, str]] = {}
@@ -1275,9 +1289,11 @@ def content_hash(s: Schedule) -> str:
     known = _HASHES.get(key)
     if known is not None and known[0]() is s:
         return known[1]
+    h = _sha256(large=s.op_count() > FAST_WRITER_OPS)
     with gc_paused():
-        blob = _canonical(s, with_config=False).encode()
-    digest = _sha256(blob).hexdigest()[:16]
+        for chunk in _canonical_chunks(s, with_config=False):
+            h.update(chunk.encode())
+    digest = h.hexdigest()[:16]
     try:
         _HASHES[key] = (weakref.ref(s, lambda _ref, key=key: _HASHES.pop(key, None)), digest)
     except TypeError:  # a schedule type without weak references: not remembered

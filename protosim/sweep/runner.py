@@ -35,10 +35,10 @@ MAX_CHUNK = 32
 """Items per task at most: ~32 ms of 1 ms verdicts, enough to hide a task's ~0.3 ms overhead,
 few enough that progress moves and the last tasks finish together."""
 CHUNKS_PER_WORKER = 8
+"""Aim for this many tasks per worker, so a slow chunk at the end leaves the others little idle time."""
 IN_FLIGHT_PER_WORKER = 3
 """Chunks submitted ahead per worker: enough that none idles between tasks, few enough that a
 sweep of 10^5 configs does not hold every pickled chunk in the queue (and Ctrl-C has little to cancel)."""
-"""Aim for this many tasks per worker, so a slow chunk at the end leaves the others little idle time."""
 
 
 class SweepError(Exception):

@@ -985,24 +985,11 @@ def _decls(d: dict[str, Any], key: str, cls: type, ints: dict[str, int]) -> tupl
 def to_json(s: Schedule) -> dict[str, Any]:
     """The schedule as JSON-ready data (ops omit fields left at their default; so does a
     cold L2 at launch, which keeps the hashes of schedules written before the field)."""
-    d = {
-        "protosim_schedule": SCHEMA,
-        "name": s.name,
-        "arch": s.arch,
-        "barriers": [dataclasses.asdict(b) for b in s.barriers],
-        "buffers": [dataclasses.asdict(b) for b in s.buffers],
-        "roles": [dataclasses.asdict(r) for r in s.roles],
-        "ctas": [
-            {"index": c.index, "roles": [[_op_to_json(op) for op in ops] for ops in c.roles]}
-            for c in s.ctas
-        ],
-        "config": s.config,
-    }
-    if s.l2_at_launch != "cold":
-        d["l2_at_launch"] = s.l2_at_launch
-    if s.cluster != 1:  # left out at 1: the hashes of schedules written before clusters stay
-        d["cluster"] = s.cluster
-    return d
+    d = to_json_header(s)
+    tail = {k: d.pop(k) for k in ("l2_at_launch", "cluster") if k in d}  # after config, as files have them
+    d["ctas"] = [{"index": c.index, "roles": [[_op_to_json(op) for op in ops] for ops in c.roles]} for c in s.ctas]
+    d["config"] = s.config
+    return {**d, **tail}
 
 
 TOP_LEVEL = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "l2_at_launch", "cluster",
@@ -1245,7 +1232,7 @@ def to_json_header(s: Schedule) -> dict[str, Any]:
     }
     if s.l2_at_launch != "cold":
         d["l2_at_launch"] = s.l2_at_launch
-    if s.cluster != 1:
+    if s.cluster != 1:  # left out at 1: the hashes of schedules written before clusters stay
         d["cluster"] = s.cluster
     return d
 

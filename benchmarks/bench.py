@@ -110,7 +110,7 @@ SMALL = [
     ("hgemm_v4", dict(K=256, wait_parity_flip="tma")),
     ("hgemm_v2", dict(K=256, skip_mma_phase_flip=True)),
 ]
-"""bench_engine.py's single-CTA configs (the 'verdicts/s' row of issue 2)."""
+"""The single-CTA configs of the 'verdicts/s' row (issue 2's, also run by bench_engine.py)."""
 
 
 def row_verdicts(seconds: float = 3.0) -> dict:

@@ -49,30 +49,13 @@ def full_chip(arch: str) -> dict:
     }
 
 
-SMALL = [
-    ("hgemm_v1", dict()),
-    ("hgemm_v2", dict(K=256)),
-    ("hgemm_v4", dict(K=256)),
-    ("hgemm_v5", dict(K=256)),
-    ("hgemm_v4", dict(K=256, wait_parity_flip="tma")),
-    ("hgemm_v2", dict(K=256, skip_mma_phase_flip=True)),
-]
-
-
 def small_verdicts(seconds: float) -> dict:
-    """Build + replay + check single-CTA configs round-robin for ``seconds``."""
-    configs = [(BUILDERS[b], GemmConfig(**kw)) for b, kw in SMALL]
-    gc.collect()
-    n, events = 0, 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        build, cfg = configs[n % len(configs)]
-        verdict, result = judge(build(cfg))
-        events += len(result.log)
-        n += 1
-    dt = time.perf_counter() - start
-    return {"case": f"single-CTA small configs (K<=256), {len(SMALL)} kinds", "verdicts": n, "seconds": dt,
-            "verdicts_per_s": n / dt, "events_per_s": events / dt, "target": ">= 500/s", "ok": n / dt >= 500}
+    """Build + replay + check single-CTA configs round-robin for ``seconds`` (bench.py's row)."""
+    from benchmarks.bench import row_verdicts  # the one loop both benchmarks time
+
+    r = row_verdicts(seconds)
+    return {"case": f"single-CTA small configs (K<=256), {r['kinds']} kinds", **r,
+            "target": ">= 500/s", "ok": r["verdicts_per_s"] >= 500}
 
 
 def main() -> int:

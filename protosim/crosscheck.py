@@ -73,6 +73,16 @@ class Observed:
     cta: int | None = None
     detail: str = ""
     elapsed_ms: float | None = None
+    """Events around the first call: the host path (tvm-ffi, tensor maps) included."""
+    kernel_ms: float | None = None
+    """Kernel-only median over repetitions (``kernels.runner.timing``); None in records
+    written before the runner took it, or when it could not be taken."""
+
+
+def kernel_only_ms(record: dict[str, Any]) -> float | None:
+    """The record's kernel-only median time, if it has one."""
+    k = record.get("kernel_ms")
+    return k.get("median") if isinstance(k, dict) else None
 
 
 def case_of(record: dict[str, Any]) -> Case:
@@ -86,7 +96,8 @@ def case_of(record: dict[str, Any]) -> Case:
 def observe(record: dict[str, Any]) -> Observed:
     kind = SILICON_KIND[record["outcome"]]
     if kind == "wrong":
-        return Observed(kind, tiles=tuple(sorted((m, n) for m, n in record["wrong_tiles"])), elapsed_ms=record.get("elapsed_ms"))
+        return Observed(kind, tiles=tuple(sorted((m, n) for m, n in record["wrong_tiles"])), elapsed_ms=record.get("elapsed_ms"),
+                        kernel_ms=kernel_only_ms(record))
     if kind == "deadlock":
         t = record.get("timeout", {})
         if "barrier" not in t:  # the host killed a silent child: no kernel record of where
@@ -95,7 +106,7 @@ def observe(record: dict[str, Any]) -> Observed:
                         detail=f"first timeout: CTA {t['cta']} thread {t['thread']}")
     if kind == "fault":
         return Observed(kind, detail=str(record.get("fault", "")))
-    return Observed(kind, elapsed_ms=record.get("elapsed_ms"))
+    return Observed(kind, elapsed_ms=record.get("elapsed_ms"), kernel_ms=kernel_only_ms(record))
 
 
 @dataclass
@@ -265,13 +276,24 @@ class CaseReport:
         return ", ".join(f"{label} {n}/{len(self.launches)}" for label, n in counts.most_common())
 
     def measured_ms(self) -> float | None:
-        times = sorted(o.elapsed_ms for o, _ in self.launches if o.kind == "correct" and o.elapsed_ms is not None)
+        """Median over the correct launches: kernel-only where the records have it, else
+        (older records) the call's time, host path included -- :meth:`measured_source` says which."""
+        correct = [o for o, _ in self.launches if o.kind == "correct"]
+        times = sorted(o.kernel_ms for o in correct if o.kernel_ms is not None) or \
+            sorted(o.elapsed_ms for o in correct if o.elapsed_ms is not None)
         return times[len(times) // 2] if times else None
+
+    def measured_source(self) -> str | None:
+        correct = [o for o, _ in self.launches if o.kind == "correct"]
+        if any(o.kernel_ms is not None for o in correct):
+            return "kernel"
+        return "call" if any(o.elapsed_ms is not None for o in correct) else None
 
     def to_json(self) -> dict[str, Any]:
         return {**self.prediction.to_json(), "agree": self.agree, "silicon": self.silicon(), "measured_ms": self.measured_ms(),
+                "measured": self.measured_source(),
                 "launches": [{"kind": o.kind, "tiles": [list(t) for t in o.tiles], "site": str(o.site) if o.site else None,
-                              "cta": o.cta, "detail": o.detail, "elapsed_ms": o.elapsed_ms, "agree": a.agree, "reason": a.reason,
+                              "cta": o.cta, "detail": o.detail, "elapsed_ms": o.elapsed_ms, "kernel_ms": o.kernel_ms, "agree": a.agree, "reason": a.reason,
                               "matches_nominal": a.exact}
                              for o, a in self.launches]}
 
@@ -547,9 +569,12 @@ def correct_fit(reports: list[CaseReport]) -> dict[str, float] | None:
     """Measured launch time against the simulated time over configs that are correct on
     both sides and have no explicit delay (a nanosleep's length is not the model's to
     know).  The intercept is what a launch costs outside the kernel's own cycles."""
-    pts = [(r.prediction.us, r.measured_ms() * 1000) for r in reports
-           if r.prediction.kinds == {"correct"} and not r.prediction.delayed and r.measured_ms() is not None]
-    return _line_fit(*map(list, zip(*pts, strict=True))) if len(pts) >= 2 else None
+    used = [r for r in reports if r.prediction.kinds == {"correct"} and not r.prediction.delayed and r.measured_ms() is not None]
+    if len(used) < 2:
+        return None
+    fit = _line_fit([r.prediction.us for r in used], [r.measured_ms() * 1000 for r in used])
+    fit["kernel_only"] = sum(r.measured_source() == "kernel" for r in used)
+    return fit
 
 
 def bench_timing(records: list[dict[str, Any]], workers: int | None = None, ray: str | None = None) -> dict[str, Any]:
@@ -560,7 +585,8 @@ def bench_timing(records: list[dict[str, Any]], workers: int | None = None, ray:
     for r in records:
         if r.get("kind") == "bench" and r.get("outcome") == "correct":
             case = case_of(r)
-            groups.setdefault(r["name"], (case, []))[1].append(r["bench"]["ms"] * 1000)
+            k = r["bench"].get("kernel_ms")  # kernel-only where the record has it; older ones: back-to-back mean
+            groups.setdefault(r["name"], (case, []))[1].append((k["median"] if isinstance(k, dict) else r["bench"]["ms"]) * 1000)
     names = sorted(groups, key=lambda n: (STEP_ORDER.index(groups[n][0].step), groups[n][0].config.PIPE_DEPTH))
     preds = _map(predict, [(groups[n][0], 1, 0) for n in names], workers, None, ray)
     rows = []
@@ -586,8 +612,9 @@ def render_timing(fit: dict | None, bench: dict[str, Any]) -> str:
     lines = ["", "TIMING"]
     if fit:
         lines.append(f"correct configs without delays ({fit['n']}, simulated {fit['sim_us_range'][0]}-{fit['sim_us_range'][1]} us): "
-                     f"measured = {fit['intercept_us']} us + {fit['slope']} x simulated (residual sd {fit['residual_sd_us']} us); "
-                     f"the intercept is the launch outside the kernel (host call, tensor maps)")
+                     f"measured = {fit['intercept_us']} us + {fit['slope']} x simulated (residual sd {fit['residual_sd_us']} us)"
+                     + (f"; kernel-only times for {fit['kernel_only']} of them" if fit.get("kernel_only") else
+                        "; times of the whole call: the intercept is the launch outside the kernel (host call, tensor maps)"))
     if bench["rows"]:
         lines.append("")
         lines.append(f"{'bench config':<44} {'simulated':>10} {'measured':>10} {'measured/sim':>13}")

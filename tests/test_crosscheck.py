@@ -141,6 +141,24 @@ def test_report_cli_exit_status_and_json(tmp_path, capsys):
     assert "DISAGREE" in capsys.readouterr().out
 
 
+def test_report_prefers_kernel_only_time_over_the_call(tmp_path):
+    """Records with a kernel-only time (kernels.runner.timing) are measured by it; the call's
+    time, host path included, counts only where no launch of the config has one."""
+    kernel = lambda m: {"median": m, "min": m, "times": [m], "reps": 1}  # noqa: E731
+    mixed = _write(tmp_path, [_record("correct", elapsed_ms=0.30, kernel_ms=kernel(0.06)),
+                              _record("correct", elapsed_ms=0.25, kernel_ms=kernel(0.05)),
+                              _record("correct", elapsed_ms=0.28, kernel_ms={"error": "RuntimeError: host too slow"})])
+    out = tmp_path / "k.json"
+    assert main(["crosscheck", "report", str(mixed), "--json", str(out)]) == 0
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["measured"] == "kernel" and case["measured_ms"] == 0.06  # median of 0.05, 0.06: the upper one
+    assert [launch["kernel_ms"] for launch in case["launches"]] == [0.06, 0.05, None]
+    old = _write(tmp_path, [_record("correct", elapsed_ms=0.30)])
+    assert main(["crosscheck", "report", str(old), "--json", str(out)]) == 0
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["measured"] == "call" and case["measured_ms"] == 0.30
+
+
 @pytest.mark.parametrize("content, message", [("{not json\n", "not a JSON line"), ('{"outcome": "correct"}\n', "r.jsonl:1: step None; use one of v2")])
 def test_report_cli_bad_input_is_one_line(tmp_path, capsys, content, message):
     path = tmp_path / "r.jsonl"

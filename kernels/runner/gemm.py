@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..spec import BARRIER_NAMES, CLUSTER_STEPS, DIAG_FIELDS, DIAG_WORDS, ROLE_NAMES, TRACE_CAP, TRACE_EVENTS, grid_ctas
 from . import launch as L
+from . import timing as T
 
 REL_TOL = 1e-2
 """A tile is wrong when max|D - ref| > REL_TOL * max|ref| over the tile (fp16 output
@@ -98,7 +99,10 @@ def l2_state(job: dict, meta: dict) -> str:
     return "flushed" if meta.get("l2") == "flush" or job.get("l2_at_launch") == "cold" else "inputs"
 
 
-def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str = "inputs") -> dict:
+def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str = "inputs", timing_reps: int = T.REPS) -> dict:
+    """One outcome launch on fresh inputs; a correct one is then timed kernel-only
+    (``timing_reps`` repetitions, :func:`timing.kernel_time`) into ``kernel_ms``.  ``elapsed_ms``
+    stays what it always was: events around this first call, the host path included."""
     cfg = job["spec"]["config"]
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     seed = int.from_bytes(os.urandom(4), "little")
@@ -109,6 +113,7 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str =
     diag = torch.zeros(DIAG_WORDS, device="cuda", dtype=torch.int32)
     trace = torch.zeros(TRACE_CAP, 4, device="cuda", dtype=torch.int64)
     delays = job["delays"]
+    args = (a, b, d, diag, trace, timeout_cycles, delays["producer_delay_ns"], delays["consumer_delay_ns"], delays["lag_warp"], delays["lag_ns"])
     if l2 == "flushed":
         flush_l2(torch)
     torch.cuda.synchronize()
@@ -116,7 +121,7 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str =
     record = {"launch": launch, "seed": seed, "timeout_cycles": timeout_cycles}
     try:
         start.record()
-        fn(a, b, d, diag, trace, timeout_cycles, delays["producer_delay_ns"], delays["consumer_delay_ns"], delays["lag_warp"], delays["lag_ns"])
+        fn(*args)
         end.record()
         torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001  (any error from the launch or its synchronisation is the kernel's fault)
@@ -145,6 +150,12 @@ def run_launch(torch, fn, job: dict, launch: int, timeout_cycles: int, l2: str =
         record["outcome"] = "wrong" if wrong else "correct"
     if job["spec"]["trace"]:
         record["trace"] = _trace_summary(torch, trace)
+    if record["outcome"] == "correct" and timing_reps > 0:
+        try:
+            record["kernel_ms"] = T.kernel_time(torch, lambda: fn(*args), timing_reps,
+                                                before=(lambda: flush_l2(torch)) if l2 == "flushed" else None)
+        except Exception as exc:  # noqa: BLE001  (the outcome stands; say why it has no kernel time)
+            record["kernel_ms"] = {"error": L.fault_text(exc)}
     return record
 
 
@@ -176,26 +187,9 @@ def run_bench(torch, fn, job: dict, reps: int = 20) -> dict:
         torch.cuda.synchronize()
         return s.elapsed_time(e) / reps
 
-    def kernel_only(f) -> float:
-        """Median of ``reps`` single launches, each timed by its own events with the GPU kept
-        busy (a ~1 ms spin) while the host enqueues it: the events bracket the kernel alone,
-        not the host's launch path (tvm-ffi call, tensor-map encoding)."""
-        f()
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if hasattr(torch.cuda, "_sleep"):
-                torch.cuda._sleep(2_000_000)
-            s.record()
-            f()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e))
-        return sorted(times)[len(times) // 2]
-
     ms_ours, ms_torch = timed(ours), timed(theirs)
-    med_ours, med_torch = kernel_only(ours), kernel_only(theirs)
+    k_ours, k_torch = T.kernel_time(torch, ours, reps), T.kernel_time(torch, theirs, reps)
+    med_ours, med_torch = k_ours["median"], k_torch["median"]
     ref = a.float() @ b.float().T
     wrong, worst = _tile_errors(torch, d, ref, cfg["BLK_M"], cfg["BLK_N"])
     flop = 2 * M * N * K
@@ -203,7 +197,8 @@ def run_bench(torch, fn, job: dict, reps: int = 20) -> dict:
             "bench": {"ms": round(ms_ours, 4), "tflops": round(flop / ms_ours / 1e9, 1), "torch_ms": round(ms_torch, 4),
                       "torch_tflops": round(flop / ms_torch / 1e9, 1), "ratio_vs_torch": round(ms_torch / ms_ours, 3), "reps": reps,
                       "median_ms": round(med_ours, 4), "median_tflops": round(flop / med_ours / 1e9, 1),
-                      "torch_median_ms": round(med_torch, 4), "torch_median_tflops": round(flop / med_torch / 1e9, 1)}}
+                      "torch_median_ms": round(med_torch, 4), "torch_median_tflops": round(flop / med_torch / 1e9, 1),
+                      "min_ms": k_ours["min"], "host_ms": k_ours["host_ms"], "kernel_ms": k_ours, "torch_kernel_ms": k_torch}}
 
 
 def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: int, meta: dict) -> int:
@@ -224,15 +219,15 @@ def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: 
                 rec = run_bench(torch, fn, job)
             else:
                 l2 = l2_state(job, meta)
-                rec = {"l2_at_launch": l2, **run_launch(torch, fn, job, launch, timeout_cycles, l2)}
+                rec = {"l2_at_launch": l2, **run_launch(torch, fn, job, launch, timeout_cycles, l2, meta.get("timing_reps", T.REPS))}
             full = {"schema": 1, "time": L.utc_now(), **meta, "job": job_index,
                     "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
                     "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
                     "grid_ctas": grid_ctas(job["spec"]["step"], _cfg(job["spec"]["config"])), **rec}
             f.write(json.dumps(full) + "\n")
             f.flush()
-            if rec["outcome"] == "fault":
-                return L.FAULTED  # the context is poisoned: the parent starts a fresh child at the next task
+            if rec["outcome"] == "fault" or "error" in rec.get("kernel_ms", {}):
+                return L.FAULTED  # the context may be poisoned: the parent starts a fresh child at the next task
     return 0
 
 
@@ -275,7 +270,7 @@ def parent_main(args) -> int:
     forking = not args.no_fork and L.preload_torch()
     print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id}; "
           f"{'children forked from a parent with torch imported' if forking else 'children start fresh interpreters'})", flush=True)
-    meta = {"commit": args.commit, "run": run_id, **({"l2": "flush"} if args.l2 == "flush" else {})}
+    meta = {"commit": args.commit, "run": run_id, "timing_reps": args.timing_reps, **({"l2": "flush"} if args.l2 == "flush" else {})}
 
     def start(remaining: list) -> int:
         if forking:
@@ -330,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--l2", choices=("job", "flush"), default="job",
                     help="job (default): as each job says (inputs just written start in L2 unless it says cold); "
                          "flush: evict L2 after writing the inputs, for every job")
+    ap.add_argument("--timing-reps", type=int, default=T.REPS, metavar="N",
+                    help=f"kernel-only repetitions after each correct outcome launch (default {T.REPS}; 0: none): "
+                         "CUDA events around the launch alone, see kernels/runner/timing.py")
     ap.add_argument("--no-fork", action="store_true", help="start each child as a fresh interpreter (default: fork from a parent that imported torch)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tasks", help=argparse.SUPPRESS)
@@ -337,6 +335,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not (args.bundle / "manifest.json").exists():
         ap.error(f"{args.bundle}/manifest.json not found: build the bundle first with `python -m kernels.toolchain.build --bundle {args.bundle}`")
+    if args.timing_reps < 0:
+        ap.error(f"--timing-reps {args.timing_reps}: give a count of repetitions, 0 for none")
     if args.child:
         return child_main(args.bundle, json.loads(args.tasks), args.out, args.timeout_cycles, json.loads(args.meta))
     return parent_main(args)

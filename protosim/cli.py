@@ -314,9 +314,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="predict from the schedule the TIRx frontend reads from the kernel the GPU runs (kernel, the "
                              "default; needs apache-tvm) or from the hand-written builder pinned to it (builder: no tvm, "
                              "faster for large sweeps)")
-    cr.add_argument("--timing", action="store_true", help="also compare times: a fit over correct configs, and the bench "
-                                                          "configs' simulated vs measured time and step-to-step speed-ups "
-                                                          "(replays each bench config once: ~30 s each)")
+    cr.add_argument("--timing", action="store_true", help="also compare times: per correct config measured kernel-only, "
+                                                          "simulated vs measured, the error, MAPE, the worst configs and the "
+                                                          "step-to-step speed-ups within each shape; a line fit over correct "
+                                                          "configs; the bench configs' times (each replayed once: ~30 s each)")
 
     def parallel_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--workers", type=_positive("--workers", 1, 4096),
@@ -576,8 +577,10 @@ def _cmd_crosscheck(args) -> int:
     timing = None
     if args.timing:
         with _sweep_errors():
-            timing = {"correct_fit": cc.correct_fit(reports), "bench": cc.bench_timing(records, **_parallel(args))}
+            timing = {"correct_fit": cc.correct_fit(reports), "bench": cc.bench_timing(records, **_parallel(args)),
+                      "configs": cc.config_timing(cc.config_points(reports))}
         text.append(cc.render_timing(timing["correct_fit"], timing["bench"]))
+        text.append(cc.render_config_timing(timing["configs"], args.rows))
     missing = []
     if plan is not None:
         ran = {json.dumps(r.prediction.case.to_dict(), sort_keys=True) for r in reports}

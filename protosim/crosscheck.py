@@ -577,6 +577,60 @@ def correct_fit(reports: list[CaseReport]) -> dict[str, float] | None:
     return fit
 
 
+def config_timing(points: list[dict[str, Any]], worst: int = 5) -> dict[str, Any]:
+    """Per-config timing error over ``points`` (``label``, ``step``, ``shape`` (M, N, K),
+    ``sim_us``, ``measured_us``): ``error`` = simulated / measured - 1 (negative: the model
+    is optimistic), the mean absolute percentage error, the ``worst`` configs, and the
+    step-to-step speed-ups: within each shape, the fastest measured config of each step
+    against the next step's (STEP_ORDER), predicted ratio over measured ratio - 1."""
+    rows = [{**p, "error": round(p["sim_us"] / p["measured_us"] - 1, 4)} for p in points if p["measured_us"] > 0]
+    rows.sort(key=lambda r: r["error"])
+    speedups = []
+    by_shape: dict[tuple, dict[str, dict]] = {}
+    for r in rows:
+        best = by_shape.setdefault(tuple(r["shape"]), {})
+        if r["step"] not in best or r["measured_us"] < best[r["step"]]["measured_us"]:
+            best[r["step"]] = r
+    for shape, best in sorted(by_shape.items()):
+        chain = [best[s] for s in STEP_ORDER if s in best]
+        for a, b in zip(chain, chain[1:], strict=False):
+            predicted, measured = a["sim_us"] / b["sim_us"], a["measured_us"] / b["measured_us"]
+            speedups.append({"shape": list(shape), "from": a["label"], "to": b["label"], "predicted": round(predicted, 4),
+                             "measured": round(measured, 4), "error": round(predicted / measured - 1, 4)})
+    mape = sum(abs(r["error"]) for r in rows) / len(rows) if rows else None
+    return {"n": len(rows), "mape": round(mape, 4) if mape is not None else None,
+            "worst": sorted(rows, key=lambda r: -abs(r["error"]))[:worst], "rows": rows, "speedups": speedups}
+
+
+def config_points(reports: list[CaseReport]) -> list[dict[str, Any]]:
+    """The configs :func:`config_timing` judges: correct on both sides, no explicit delay,
+    measured kernel-only (a call's time holds the host path: not the model's to predict)."""
+    return [{"label": r.prediction.case.label(), "step": r.prediction.case.step,
+             "shape": [r.prediction.case.config.M, r.prediction.case.config.N, r.prediction.case.config.K],
+             "sim_us": round(r.prediction.us, 3), "measured_us": round(r.measured_ms() * 1000, 3)}
+            for r in reports
+            if r.prediction.kinds == {"correct"} and not r.prediction.delayed and r.measured_source() == "kernel"]
+
+
+def render_config_timing(t: dict[str, Any], rows: int | None = None) -> str:
+    if not t["n"]:
+        return "\nno correct config measured kernel-only: no per-config timing error (records older than the runner's kernel_ms)"
+    lines = ["", f"per config, kernel-only ({t['n']} correct configs without delays; error = simulated / measured - 1):",
+             f"{'config':<48} {'simulated':>10} {'measured':>10} {'error':>8}"]
+    shown = t["rows"] if rows is None else t["rows"][:rows]
+    for r in shown:
+        lines.append(f"{r['label']:<48} {r['sim_us']:>8.1f}us {r['measured_us']:>8.1f}us {r['error']:>+8.1%}")
+    if len(shown) < len(t["rows"]):
+        lines.append(f"... {len(t['rows']) - len(shown)} more (--json has every row)")
+    lines.append(f"MAPE {t['mape']:.1%}; worst: " + ", ".join(f"{r['label']} {r['error']:+.1%}" for r in t["worst"]))
+    if t["speedups"]:
+        lines.append("")
+        lines.append(f"{'step to step, same shape (fastest config of each step)':<72} {'predicted':>9} {'measured':>9} {'error':>7}")
+        for s in t["speedups"]:
+            lines.append(f"{s['from'] + ' -> ' + s['to']:<72} {s['predicted']:>9.3f} {s['measured']:>9.3f} {s['error']:>+7.1%}")
+    return "\n".join(lines)
+
+
 def bench_timing(records: list[dict[str, Any]], workers: int | None = None, ray: str | None = None) -> dict[str, Any]:
     """Bench launches (one process, many repetitions: launch overhead amortised) against
     the nominal replay of the same config, and the step-to-step speed-ups on both sides,

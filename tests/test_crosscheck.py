@@ -237,3 +237,41 @@ def test_a_failing_property_shrinks_and_prints_a_runnable_scenario(tmp_path):
     verdict, _ = judge(scenario.build())
     assert verdict.outcome.kind != "correct"  # ... that reproduces the failure
     assert scenario.config.K == 64  # and it shrank (one k-tile is enough for every v4 bug)
+
+
+def test_config_timing_errors_mape_worst_and_speedups():
+    from protosim.crosscheck import config_timing
+
+    def p(step, shape, sim, measured):
+        return {"label": f"{step} {shape}", "step": step, "shape": list(shape), "sim_us": sim, "measured_us": measured}
+
+    big, small = (4096, 4096, 4096), (1024, 1024, 1024)
+    t = config_timing([p("v4", big, 240.0, 300.0),      # -20%
+                       p("v5", big, 220.0, 200.0),      # +10%
+                       p("v5", big, 330.0, 400.0),      # a slower v5 of the same shape: not the step's best
+                       p("ws", big, 250.0, 250.0),      # 0%
+                       p("v3", small, 15.0, 45.0)],     # -66.7%
+                      worst=2)
+    errors = {r["label"] + str(r["measured_us"]): r["error"] for r in t["rows"]}
+    assert errors["v4 (4096, 4096, 4096)300.0"] == -0.2 and errors["v5 (4096, 4096, 4096)200.0"] == 0.1
+    assert t["n"] == 5 and t["mape"] == pytest.approx((0.2 + 0.1 + 0.175 + 0.0 + 2 / 3) / 5, abs=1e-4)
+    assert [r["step"] for r in t["worst"]] == ["v3", "v4"]
+    # within 4096^3: v4 -> v5 (fastest v5: 200 us measured) -> ws; v3 alone in its shape gives none
+    (a, b) = t["speedups"]
+    assert (a["from"], a["to"]) == ("v4 (4096, 4096, 4096)", "v5 (4096, 4096, 4096)")
+    assert a["predicted"] == pytest.approx(240 / 220, abs=1e-4) and a["measured"] == 1.5
+    assert a["error"] == pytest.approx((240 / 220) / 1.5 - 1, abs=1e-4)
+    assert b["to"] == "ws (4096, 4096, 4096)" and b["measured"] == 0.8
+    assert config_timing([])["mape"] is None
+
+
+def test_report_timing_prints_per_config_errors(tmp_path, capsys):
+    kernel = {"median": 0.02, "min": 0.02, "times": [0.02], "reps": 1}
+    path = _write(tmp_path, [_record("correct", elapsed_ms=0.2, kernel_ms=kernel, delays={})])
+    out = tmp_path / "t.json"
+    assert main(["crosscheck", "report", str(path), "--timing", "--runs", "1", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    configs = json.loads(out.read_text())["timing"]["configs"]
+    assert configs["n"] == 1 and "MAPE" in text
+    row = configs["rows"][0]
+    assert row["measured_us"] == 20.0 and row["error"] == pytest.approx(row["sim_us"] / 20.0 - 1, abs=1e-3)

@@ -224,6 +224,57 @@ def cluster_bench_jobs() -> list[Job]:
     return [Job(spec, NO_DELAY, launches=1, kind="bench") for spec in specs]
 
 
+MAX_TILE_ITERATIONS = 32 * 32 * 64
+"""Output tiles x k-tiles of 4096^3 with 128x128x64 tiles (~600k ops to replay, ~1 min on a
+2-core VM): the timing plan draws nothing larger, so that predicting it stays cheap."""
+
+
+def timing_jobs(seed: int = 16) -> list[Job]:
+    """Issue 16's timing campaign: correct configs only, no delays, 2 launches each (every
+    correct launch is then timed kernel-only).  Drawn with a seeded generator from a grid
+    stratified by step -- v2 one tile; v3/v4/v5 from one CTA to 4096^2 tiles; v6 and ws also
+    persistent on 8, 33, 66 or all 132 SMs -- over K 256-4096, BLK_N 16-128, 1-4 stages, a
+    few with L2 flushed, none larger than :data:`MAX_TILE_ITERATIONS`; plus the 4096^3 configs the issue names (v3, v4, v5, v6, ws).  Kernel
+    times reach from ~10 us to ~2 ms.  The same seed draws the same plan."""
+    import random
+
+    from .spec import check
+
+    rng = random.Random(seed)
+    shapes = {"v2": [(128, 128)], "grid": [(128, 128), (256, 256), (512, 512), (1024, 1024), (2048, 2048), (4096, 4096)]}
+    per_step = {"v2": 6, "v3": 12, "v4": 12, "v5": 14, "v6": 16, "ws": 16}
+    jobs: list[Job] = []
+    seen: set = set()
+
+    def add(step: str, cfg: GemmConfig, l2: str = "inputs") -> bool:
+        key = (step, cfg, l2)
+        if key in seen:
+            return False
+        try:
+            check(step, cfg)
+        except ConfigError:
+            return False
+        seen.add(key)
+        jobs.append(Job(KernelSpec(step, cfg), NO_DELAY, launches=2, l2_at_launch=l2))
+        return True
+
+    for step, depth in (("v3", 2), ("v4", 1), ("v5", 2), ("v5", 4), ("v6", 2), ("v6", 4), ("ws", 4)):
+        add(step, _cfg(**BIG, PIPE_DEPTH=depth))
+    for step, n in per_step.items():
+        made = 0
+        while made < n:
+            M, N = rng.choice(shapes["v2" if step == "v2" else "grid"])
+            kw = dict(M=M, N=N, K=rng.choice((256, 1024, 2048, 4096)), BLK_N=rng.choice((16, 32, 64, 128)),
+                      PIPE_DEPTH=rng.choice((1, 2, 3, 4)) if step in ("v5", "v6", "ws") else 2)
+            if step in ("v6", "ws"):
+                kw["sm_count"] = rng.choice((8, 33, 66, 132))
+            cfg = _cfg(**kw)
+            if (M // cfg.BLK_M) * (N // cfg.BLK_N) * (kw["K"] // cfg.BLK_K) > MAX_TILE_ITERATIONS:
+                continue
+            made += add(step, cfg, "cold" if rng.random() < 0.15 else "inputs")
+    return jobs
+
+
 PLANS = {
     "smoke": lambda: [Job(KernelSpec("v4", _cfg(**GRID)), NO_DELAY, launches=1)],
     "correct": correct_jobs,
@@ -235,4 +286,5 @@ PLANS = {
     + [Job(KernelSpec("v4", _cfg(**GRID, wait_parity_flip="tma")), CONSUMER_DELAY)],
     "silicon": lambda: correct_jobs() + trace_jobs() + bench_jobs() + bug_jobs(),
     "cluster": lambda: cluster_correct_jobs() + cluster_bench_jobs() + cluster_bug_jobs(),
+    "timing": timing_jobs,
 }

@@ -84,7 +84,8 @@ class Case:
         knobs = ",".join(f"{k}={v}" for k, v in sorted(c.bug_knobs.items())) or "correct"
         delays = ",".join(f"{k}={getattr(c, k)}" for k in ("producer_delay_ns", "consumer_delay_ns", "lag_ns") if getattr(c, k))
         cluster = f" c{c.cluster_m}x{c.cluster_n}" if c.cluster_size > 1 else ""
-        return f"{self.step}{cluster} {c.M}x{c.N}x{c.K} p{c.PIPE_DEPTH}" + (f" sm{c.sm_count}" if c.sm_count else "") + \
+        return f"{self.step}{cluster} {c.M}x{c.N}x{c.K} p{c.PIPE_DEPTH}" + (f" n{c.BLK_N}" if c.BLK_N != 128 else "") + \
+            (f" sm{c.sm_count}" if c.sm_count else "") + \
             f" {knobs}" + (f" [{delays}" + (f" warp {c.lag_warp}" if c.lag_ns else "") + "]" if delays else "") + \
             (" L2 cold" if c.l2_at_launch == "cold" else "")
 

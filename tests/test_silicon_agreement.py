@@ -101,3 +101,14 @@ def test_the_full_chip_cluster_records_are_predicted():
                for line in path.read_text().splitlines() if line.strip()]
     reports = compare_many(records, runs=RUNS, workers=2, stop_when_covered=True)
     assert reports and all(r.agree for r in reports), render([r for r in reports if not r.agree])
+
+
+@pytest.mark.slow
+def test_the_timing_campaign_records_are_predicted():
+    """results/silicon/timing/: issue 16's kernel-only timing runs (correct configs up to 4096^3,
+    every launch correct).  Kept apart from the top-level records because ~20 of their configs
+    replay ~600k ops each (the campaign's report took 17 min on 2 cores)."""
+    records = [json.loads(line) for path in sorted((SILICON / "timing").glob("*.jsonl"))
+               for line in path.read_text().splitlines() if line.strip()]
+    reports = compare_many(records, runs=RUNS, workers=2, stop_when_covered=True)
+    assert reports and all(r.agree for r in reports), render([r for r in reports if not r.agree])

@@ -21,7 +21,7 @@ PROVENANCE = ("schema", "time", "commit", "gpu", "driver", "torch", "tvm", "cuda
 
 def records() -> list[tuple[str, dict]]:
     rows = []
-    for path in sorted(RESULTS.glob("*.jsonl")):
+    for path in sorted(RESULTS.glob("*.jsonl")) + sorted(RESULTS.glob("timing/*.jsonl")):
         for n, line in enumerate(path.read_text().splitlines(), 1):
             rows.append((f"{path.name}:{n}", json.loads(line)))
     return rows

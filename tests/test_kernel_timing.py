@@ -121,3 +121,14 @@ def test_work_enqueued_before_each_rep_is_outside_the_timed_span():
                       before=lambda: (flushes.append(1), torch.stream.enqueue(2e-3)))
     assert len(flushes) == 5
     assert r["median"] == pytest.approx(0.08, abs=1e-6)
+
+
+def test_the_triton_corpus_runner_times_the_same_way():
+    from kernels.triton.corpus_run import time_launches
+
+    torch = FakeTorch()
+    launch, _ = launcher(torch, host_s=0.3e-3, kernel_s=0.05e-3)
+    kernel, host = time_launches(torch, launch, 4, int(1e-3 * CYCLES_PER_S))
+    assert kernel["n"] == host["n"] == 4
+    assert kernel["median"] == pytest.approx(50.0, abs=0.01)  # µs: the kernel, not the 350 µs call
+    assert host["min"] >= 300.0

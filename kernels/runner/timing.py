@@ -35,18 +35,19 @@ REPS = 10
 
 
 def kernel_time(torch, launch: Callable[[], object], reps: int = REPS, warmup: int = WARMUP,
-                before: Callable[[], object] | None = None) -> dict:
+                before: Callable[[], object] | None = None, spin_cycles: int | None = None) -> dict:
     """Time ``launch()`` (one kernel launch) ``reps`` times after ``warmup`` untimed launches.
 
     ``before()`` is enqueued ahead of every repetition, outside the timed span (an L2 flush
     for jobs that start cold).  Returns min / median / every time in ms, the host's median
-    time for the call, the spin used, and how many repetitions had to be measured again."""
+    time for the call (median, and each), the spin used (starting at ``spin_cycles``, default
+    :data:`SPIN_CYCLES`), and how many repetitions had to be measured again."""
     for _ in range(warmup):
         if before is not None:
             before()
         launch()
     torch.cuda.synchronize()
-    spin, respun = SPIN_CYCLES, 0
+    spin, respun = spin_cycles or SPIN_CYCLES, 0
     times: list[float] = []
     host: list[float] = []
     while len(times) < reps:
@@ -80,6 +81,7 @@ def kernel_time(torch, launch: Callable[[], object], reps: int = REPS, warmup: i
         "reps": reps,
         "warmup": warmup,
         "host_ms": round(statistics.median(host), 4),
+        "host_times": [round(h, 4) for h in host],
         "spin_cycles": spin,
         "respun": respun,
         "method": "cuda events around the launch alone, the GPU held by a spin while the host enqueued it",

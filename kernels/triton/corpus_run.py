@@ -248,26 +248,16 @@ def check(torch, rec: dict, tensors: dict) -> tuple[str, float, dict]:
 
 
 def time_launches(torch, launch, n: int, sleep_cycles: int) -> tuple[dict, dict]:
-    for _ in range(3):
-        launch()
-    torch.cuda.synchronize()
-    kern, host = [], []
-    for _ in range(n):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(sleep_cycles)
-        start.record()
-        t0 = time.perf_counter()
-        launch()
-        t1 = time.perf_counter()
-        end.record()
-        torch.cuda.synchronize()
-        kern.append(start.elapsed_time(end) * 1000.0)
-        host.append((t1 - t0) * 1e6)
+    """Kernel-only and host times in µs, by the GEMM runner's method (kernels/runner/timing.py:
+    the GPU held by a spin while the host enqueues, the premise checked per repetition)."""
+    from kernels.runner.timing import kernel_time
+
+    r = kernel_time(torch, launch, reps=n, warmup=3, spin_cycles=sleep_cycles)
 
     def summary(xs):
         return {"min": round(min(xs), 3), "median": round(statistics.median(xs), 3), "mean": round(statistics.fmean(xs), 3),
                 "n": len(xs)}
-    return summary(kern), summary(host)
+    return summary([t * 1000.0 for t in r["times"]]), summary([h * 1000.0 for h in r["host_times"]])
 
 
 # ---------------------------------------------------------------------------------------

@@ -639,8 +639,8 @@ def bench_timing(records: list[dict[str, Any]], workers: int | None = None, ray:
     for r in records:
         if r.get("kind") == "bench" and r.get("outcome") == "correct":
             case = case_of(r)
-            k = r["bench"].get("kernel_ms")  # kernel-only where the record has it; older ones: back-to-back mean
-            groups.setdefault(r["name"], (case, []))[1].append((k["median"] if isinstance(k, dict) else r["bench"]["ms"]) * 1000)
+            k = kernel_only_ms(r["bench"])  # kernel-only where the record has it; older ones: back-to-back mean
+            groups.setdefault(r["name"], (case, []))[1].append((r["bench"]["ms"] if k is None else k) * 1000)
     names = sorted(groups, key=lambda n: (STEP_ORDER.index(groups[n][0].step), groups[n][0].config.PIPE_DEPTH))
     preds = _map(predict, [(groups[n][0], 1, 0) for n in names], workers, None, ray)
     rows = []

@@ -18,7 +18,7 @@ records -- runs ``protosim`` on each and checks the exit-status contract
   table of statuses and violations.
 
 Environment: ``PROTOSIM_FUZZ_EXAMPLES`` (examples per suite; defaults in sizes.py: 12-60 in CI, 80-400 slow),
-``PROTOSIM_FUZZ_TIMEOUT`` (seconds per example, default 30), ``PROTOSIM_FUZZ_MODE``
+``PROTOSIM_FUZZ_TIMEOUT`` (seconds per example, default 180), ``PROTOSIM_FUZZ_MODE``
 (``fork`` | ``subprocess`` | ``inproc``), ``PROTOSIM_FUZZ_SUBPROCESS_PCT`` (share of
 examples run as a real subprocess, default 10), ``PROTOSIM_FUZZ_SEED`` (fixed
 Hypothesis seed), ``PROTOSIM_FUZZ_SHRINK=1`` (shrink failing examples).

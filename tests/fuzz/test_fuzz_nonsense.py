@@ -4,7 +4,7 @@ failure classes the before-census found (results/fuzz/FINDINGS_before.md).
 The generated suites find these too, at random; this table names each class once so a
 regression says which one broke.  ``refuse``: must exit 2 with one ``protosim: `` line
 naming the file; ``bounded``: may be refused (2) or judged (0/1), but within the
-wall-clock limit (``PROTOSIM_FUZZ_TIMEOUT``, 30 s) -- never a runaway.
+wall-clock limit (``PROTOSIM_FUZZ_TIMEOUT``, 180 s) -- never a runaway.
 """
 
 from __future__ import annotations

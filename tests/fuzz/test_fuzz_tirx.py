@@ -3,7 +3,7 @@ real kernel sources mutated (tests/fuzz/tirx_mutants.py).
 
 Every example must keep the exit-status contract (tests/fuzz/contract.py): 0, 1 or 2, a
 refusal one ``protosim: `` line naming the file, never 3, never a traceback, never past
-the wall-clock limit (``PROTOSIM_FUZZ_TIMEOUT``, 30 s).  CI size by default (derandomized;
+the wall-clock limit (``PROTOSIM_FUZZ_TIMEOUT``, 180 s).  CI size by default (derandomized;
 ``PROTOSIM_FUZZ_RANDOM=1`` draws new inputs); ``pytest -m slow`` runs the large variant.
 Needs apache-tvm.
 

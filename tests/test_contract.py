@@ -272,16 +272,18 @@ def test_run_help_lists_fields_and_the_knob_table():
 
 
 def test_adaptive_exploration_aims_at_every_warp_and_says_why_it_stopped():
-    rep = run_scenario(load_scenario(SCEN / "ws_persistent_h200.toml"))
+    # No time budget here: the default 20 s stopped this exploration short of its minimum
+    # 24 replays on a loaded 2-core CI machine (the budget's own test is the next one).
+    rep = run_scenario(load_scenario(SCEN / "ws_persistent_h200.toml"), budget_s=3600)
     o = rep.outcomes
     assert o.asked is None and o.targets == ("mma.w0", "mma.w1", "mma.w2", "mma.w3", "producer.w0")
-    assert o.stopped in ("converged", "cap", "budget") and o.runs >= 24
+    assert o.stopped in ("converged", "cap") and o.runs >= 24
 
 
 def test_a_time_budget_stops_a_huge_run_count(capsys):
     start = time.monotonic()
     status, out, _ = run(capsys, "run", str(SCEN / "v3_grid.toml"), "--runs", "1000000", "--budget", "1", "--json")
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < 120  # a million replays would take hours; 120 s leaves room for a slow machine
     d = json.loads(out)
     assert d["outcome_set"]["stopped"] == "budget" and d["outcome_set"]["asked"] == 1_000_000
     assert d["outcome_set"]["runs"] < 1_000_000 and status in (0, 1)

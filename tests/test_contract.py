@@ -167,7 +167,7 @@ def test_huge_configs_are_refused_at_once(capsys, tmp_path, config, needle):
     f.write_text(f'builder = "hgemm_v6"\n[config]\n{config}\n')
     start = time.monotonic()
     status, _, err = run(capsys, "run", str(f))
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < 20  # refused before building: building would take minutes to hours
     assert status == 2 and needle in one_line_error(err)
 
 

@@ -238,7 +238,7 @@ def test_malformed_input_is_one_clear_error(tmp_path, label, fixture, ttgir, lau
     t0 = time.perf_counter()
     with pytest.raises(TtgirError) as err:
         read(path)
-    assert time.perf_counter() - t0 < 5, f"{label}: refused, but slowly"
+    assert time.perf_counter() - t0 < 30, f"{label}: refused, but slowly"  # bounds a runaway, with room for a loaded CI machine
     message = str(err.value)
     assert path.name.split(".")[0] in message, message  # names the file (the TTGIR, or the JSON beside it)
     for word in words:
@@ -270,7 +270,7 @@ def test_a_runaway_loop_is_refused_before_it_is_unrolled():
     t0 = time.perf_counter()
     with pytest.raises(TtgirError, match="iterations"):
         read(FIXTURES / S3, launch={"K": 2**30})
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < 10  # walking 2^25 iterations would take many minutes
 
 
 def test_the_launch_argument_is_checked_like_the_file(tmp_path):
@@ -379,4 +379,4 @@ def test_mutated_inputs_read_or_raise_ttgir_error(case):
         else:
             validate(schedule)
             assert schedule.op_count() <= MAX_OPS
-        assert time.perf_counter() - t0 < 5
+        assert time.perf_counter() - t0 < 30  # bounds a runaway, with room for a loaded CI machine

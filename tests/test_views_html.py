@@ -273,7 +273,7 @@ def test_a_large_timeline_draws_only_what_is_in_view(v2, browser, tmp_path):
     n = 3 * LARGE_TIMELINE // 2
     start = time.monotonic()
     page = _open(browser, render(_synthetic(n), v2.verdict, "", "big"), tmp_path / "big.html")
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 60  # drawing every bar takes minutes; room for a loaded CI machine
     bars = page.evaluate("document.querySelectorAll('#tl .slice').length")
     merged = page.evaluate("+document.getElementById('drawn').dataset.merged")
     assert 0 < bars < n // 4 and merged > 0

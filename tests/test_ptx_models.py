@@ -42,6 +42,7 @@ from hypothesis.stateful import (
 from protosim.ptx import mbarrier as mb
 from protosim.ptx.groups import AsyncGroups
 from protosim.ptx.mbarrier import MAX_COUNT, TX_LIMIT, MBarrierState, Step, Undefined
+from tests.sizes import examples
 
 # Limits straight from the ISA table (9.7.13.15.2), not from the implementation.
 ISA_LIMIT = 2**20 - 1
@@ -402,7 +403,7 @@ class MBarrierMachine(RuleBasedStateMachine):
 
 
 MBarrierMachine.TestCase.settings = settings(
-    max_examples=1000,
+    max_examples=examples(200, 1000),
     stateful_step_count=30,
     deadline=None,
     database=None,
@@ -568,7 +569,7 @@ class AsyncGroupsMachine(RuleBasedStateMachine):
 
 
 AsyncGroupsMachine.TestCase.settings = settings(
-    max_examples=500,
+    max_examples=examples(100, 500),
     stateful_step_count=30,
     deadline=None,
     database=None,
@@ -602,7 +603,7 @@ class AsyncGroupsIdReuseMachine(AsyncGroupsMachine):
 
 
 AsyncGroupsIdReuseMachine.TestCase.settings = settings(
-    max_examples=300,
+    max_examples=examples(60, 300),
     stateful_step_count=30,
     deadline=None,
     database=None,

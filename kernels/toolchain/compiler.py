@@ -44,7 +44,7 @@ def build_stub_libcuda() -> Path:
     if shutil.which("gcc") is None:
         raise BuildError("gcc not found: it is needed once to build the stub libcuda.so.1 (apt install gcc)")
     STUB_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = lib.with_suffix(".tmp")
+    tmp = lib.with_suffix(f".{os.getpid()}.tmp")  # two test workers may build it at once; the rename is atomic
     subprocess.run(
         ["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(tmp), str(STUB_SOURCE)],
         check=True,
@@ -129,7 +129,7 @@ def cuda_source(mod) -> str:
 def export(mod, path: Path, name: str = "kernel") -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.so")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.so")  # concurrent builders of one key must not share it
     mod.export_library(str(tmp))
     if FATBIN_MAGIC not in tmp.read_bytes():
         tmp.unlink()

@@ -7,7 +7,7 @@ import os
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hypothesis_seed
 
-CI_EXAMPLES = {"scenario_toml": 60, "schedule_json": 60, "ttgir": 40, "cli": 60, "crosscheck": 12, "tirx": 100}
+CI_EXAMPLES = {"scenario_toml": 60, "schedule_json": 60, "ttgir": 40, "cli": 40, "crosscheck": 6, "tirx": 40}
 SLOW_EXAMPLES = {"scenario_toml": 400, "schedule_json": 400, "ttgir": 300, "cli": 400, "crosscheck": 80, "tirx": 400}
 
 

@@ -28,7 +28,8 @@ test: $(VENV)/.installed-kernels
 	$(PY) -m pytest -q
 
 slow: $(VENV)/.installed-kernels
-	$(PY) -m pytest -q -m slow
+	PROTOSIM_SLOW=1 $(PY) -m pytest -q -m slow
+	PROTOSIM_SLOW=1 $(PY) -m pytest -q tests/test_ptx_models.py
 	PROTOSIM_TIRX_EXAMPLES=200 $(PY) -m pytest -q tests/test_tirx_frontend.py -k builders_verdicts
 
 # The input fuzzer alone (tests/fuzz; CI size: PROTOSIM_FUZZ_EXAMPLES=N for more), and its census table.

@@ -46,7 +46,7 @@ def cuda(tmp_path_factory) -> dict[str, str]:
 
     out = tmp_path_factory.mktemp("cluster_probes")
     proc = subprocess.run([sys.executable, "-m", "kernels.toolchain.cluster_probes", "--cuda-out", str(out)], cwd=ROOT,
-                          env=env_for_subprocess(), capture_output=True, text=True, timeout=900)
+                          env=env_for_subprocess(), capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return {p.name: (out / f"{p.name}.cu").read_text() for p in C.PROBES}
 

@@ -63,7 +63,7 @@ def _child(jobs: dict[str, dict], out: Path) -> None:
             (out / f"{key}.err").write_text(msg + "\n" + "".join(traceback.format_tb(exc.__traceback__)[-3:]))
 
 
-def build_in_children(jobs: dict[str, dict], out: Path, workers: int = 2, timeout: float = 600) -> dict[str, str]:
+def build_in_children(jobs: dict[str, dict], out: Path, workers: int = 2, timeout: float = 3600) -> dict[str, str]:
     """key -> CUDA source (or ``ERROR: ...``), built by ``workers`` children."""
     out.mkdir(parents=True, exist_ok=True)
     keys = list(jobs)

@@ -1,0 +1,131 @@
+"""What a kernel costs on the GPU beyond its SMs' cycles (issue 16, part 3: a microbenchmark).
+
+The simulator's time is the cycles from the first CTA's start to the last CTA's end.  A
+kernel-only measurement (kernels/runner/timing.py: CUDA events around the launch alone)
+also holds what the GPU spends around those cycles: the front end reading the launch,
+the CTAs' dispatch, the end of the grid, the events themselves.  Kernels that do nothing
+measure exactly that part, with the same method, across the grids, block sizes and
+shared-memory sizes the GEMM kernels use.  Run on the GPU machine:
+
+    nvcc -cubin -arch=sm_90a -o B/launch_cost.sm_90a.cubin kernels/microbench/launch_cost.cu   # on the CPU machine
+    python -m kernels.runner.launch_cost --cubin B/launch_cost.sm_90a.cubin --out results.jsonl
+
+One JSON line per (kernel, grid, block, dynamic shared memory), with the provenance of the
+run; a table on stdout.  The kernels are loaded through the driver API (ctypes on
+libcuda) and launched on torch's current stream, so :func:`kernel_time` times them
+exactly as it times a GEMM launch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import timing as T
+
+GRIDS = (1, 8, 33, 66, 132, 264)
+BLOCKS = (128, 384)
+SMEM = (0, 196_608)
+"""No dynamic shared memory, and 192 KiB (one CTA per SM: the GEMM kernels' 2-4 stage rings)."""
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # cuda.h, CUfunction_attribute
+
+
+class Driver:
+    """The few driver calls needed to load a cubin and launch from it on a given stream."""
+
+    def __init__(self) -> None:
+        self.lib = ctypes.CDLL("libcuda.so.1")
+
+    def check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            name = ctypes.c_char_p()
+            self.lib.cuGetErrorName(rc, ctypes.byref(name))
+            raise RuntimeError(f"{what}: CUDA driver error {rc} ({(name.value or b'?').decode()})")
+
+    def function(self, cubin: bytes, name: str, smem: int) -> ctypes.c_void_p:
+        module, fn = ctypes.c_void_p(), ctypes.c_void_p()
+        self.check(self.lib.cuModuleLoadData(ctypes.byref(module), ctypes.c_char_p(cubin)), "cuModuleLoadData")
+        self.check(self.lib.cuModuleGetFunction(ctypes.byref(fn), module, name.encode()), f"cuModuleGetFunction({name})")
+        if smem:
+            self.check(self.lib.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem), "cuFuncSetAttribute")
+        return fn
+
+    def launcher(self, fn, grid: int, block: int, smem: int, stream: int, args: list[ctypes.c_void_p]):
+        pointers = [ctypes.pointer(a) for a in args]  # kernelParams: one pointer to each argument's value
+        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(p, ctypes.c_void_p) for p in pointers]) if args else None
+
+        def launch() -> None:
+            _alive = (args, pointers)  # noqa: F841 - the array points into these
+            self.check(self.lib.cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, smem, ctypes.c_void_p(stream), params, None),
+                       "cuLaunchKernel")
+        return launch
+
+
+def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    out = torch.zeros(max(GRIDS), dtype=torch.int32, device="cuda")
+    rows = []
+    for kernel in ("empty_kernel", "store_one"):
+        for smem in SMEM:
+            fn = drv.function(cubin, kernel, smem)
+            for block in BLOCKS:
+                for grid in GRIDS:
+                    args = [ctypes.c_void_p(out.data_ptr())] if kernel == "store_one" else []
+                    t = T.kernel_time(torch, drv.launcher(fn, grid, block, smem, stream, args), reps=reps, warmup=3)
+                    rows.append({"kernel": kernel, "grid": grid, "block": block, "smem": smem, "kernel_ms": t})
+                    print(f"{kernel:<13} grid {grid:>4} block {block:>4} smem {smem:>6}: median {t['median'] * 1e3:7.2f} us"
+                          f"  min {t['min'] * 1e3:7.2f} us", flush=True)
+    # torch's own spin kernel with no cycles to spin: one CTA of one thread
+    t = T.kernel_time(torch, lambda: torch.cuda._sleep(0), reps=reps, warmup=3)
+    rows.append({"kernel": "torch.cuda._sleep(0)", "grid": 1, "block": 1, "smem": 0, "kernel_ms": t})
+    print(f"torch.cuda._sleep(0): median {t['median'] * 1e3:7.2f} us  min {t['min'] * 1e3:7.2f} us")
+    return rows
+
+
+def provenance(torch, commit: str) -> dict:
+    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda, "commit": commit,
+           "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=20).stdout.strip().split(",")
+        env["driver"], env["max_sm_clock"] = q[0].strip(), q[1].strip()
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        env["driver"] = env["max_sm_clock"] = None
+    return env
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernels.runner.launch_cost", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cubin", type=Path, required=True, help="launch_cost.sm_90a.cubin (nvcc -cubin, see above)")
+    ap.add_argument("--out", type=Path, required=True, help="JSON lines, one per measured kernel")
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--commit", default="unknown")
+    args = ap.parse_args(argv)
+    if not args.cubin.is_file():
+        print(f"launch_cost: {args.cubin}: no such cubin; build it with nvcc -cubin (see --help)", file=sys.stderr)
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("launch_cost: no CUDA device", file=sys.stderr)
+        return 2
+    torch.zeros(1, device="cuda")  # the primary context, current on this thread, for the driver calls
+    env = provenance(torch, args.commit)
+    rows = measure(torch, args.cubin.read_bytes(), args.reps)
+    with args.out.open("a") as f:
+        for r in rows:
+            f.write(json.dumps({"kind": "launch_cost", **env, **r}) + "\n")
+    empty = [r["kernel_ms"]["median"] * 1e3 for r in rows if r["kernel"] == "empty_kernel"]
+    print(f"empty kernels: median of medians {statistics.median(empty):.2f} us, range {min(empty):.2f}-{max(empty):.2f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -128,8 +128,10 @@ class Prediction:
     nominal_sites: dict[int, set[Site]] = field(default_factory=dict)
     finding_kinds: set[str] = field(default_factory=set)
     cycles: float = 0.0
-    """Nominal replay length in cycles; microseconds at the arch's clock in ``us``."""
+    """Nominal replay length in cycles."""
     us: float = 0.0
+    """The predicted kernel-only time: the cycles at the arch's clock plus the launch's fixed
+    cost (:attr:`protosim.verdict.Timing.kernel_us`) -- what kernel-only measurements read."""
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -207,7 +209,7 @@ def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, unt
             pred.nominal_tiles = o.wrong_tiles
             pred.nominal_sites = sites
             pred.cycles = verdict.timing.cycles
-            pred.us = verdict.timing.microseconds
+            pred.us = verdict.timing.kernel_us
             if verdict.findings and runs > 1:
                 plan = explore_plan(RACY_FACTOR * runs, seed, max_stall, sleeps=case.delayed, far_l2=True) + \
                     race_plan(tuple(r.name for r in schedule.roles))

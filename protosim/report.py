@@ -196,7 +196,8 @@ def render_run(rep: RunReport, max_findings: int = 8) -> str:
         if len(v.findings) > max_findings:
             lines.append(f"  ... {len(v.findings) - max_findings} more (--json for all)")
     lines.append("")
-    lines.append(f"timing     {t.cycles:,.0f} cycles = {t.microseconds:,.2f} µs at {arch.clock_ghz} GHz; "
+    lines.append(f"timing     {t.cycles:,.0f} cycles = {t.microseconds:,.2f} µs at {arch.clock_ghz} GHz "
+                 f"({t.kernel_us:,.2f} µs kernel-only, with the launch's {arch.launch_fixed_us:g} µs); "
                  f"{t.events:,} events; {t.sms_used} SM(s) used")
     lines.append(f"  busy     TMA engine {_pct(t.tma_busy)}   tensor core {_pct(t.mma_busy)}   "
                  f"L2->SM {_pct(t.l2_busy)}   HBM {_pct(t.hbm_busy)}   L2 hit rate {_pct(t.l2_hit_rate)}")

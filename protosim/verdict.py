@@ -78,6 +78,10 @@ class Timing:
 
     cycles: float
     microseconds: float
+    """The replay's cycles at the arch's clock: the SMs' time."""
+    kernel_us: float
+    """What a kernel-only measurement should read: ``microseconds`` plus the launch's fixed
+    cost (:attr:`protosim.arch.ArchProfile.launch_fixed_us`, an empty kernel's time)."""
     events: int
     sms_used: int
     tma_busy: float
@@ -101,6 +105,7 @@ class Timing:
         return Timing(
             cycles=result.end_cycle,
             microseconds=result.arch.cycles_to_us(result.end_cycle),
+            kernel_us=result.arch.cycles_to_us(result.end_cycle) + result.arch.launch_fixed_us,
             events=len(result.log),
             sms_used=s.sms_used,
             tma_busy=s.tma_busy / (cycles * sms),

@@ -100,6 +100,19 @@ def test_exploring_prediction_accepts_the_set_and_rejects_the_rest():
     assert not agree(pred, Observed("correct")).agree
 
 
+def test_predicted_time_is_the_replay_plus_the_measured_launch_cost():
+    """A prediction is compared with kernel-only times, which hold what an empty kernel costs
+    (h200.toml launch_fixed_us, measured): the replay's cycles at the clock plus that, and
+    only that (the replay itself does not move)."""
+    from protosim.arch import load_profile
+
+    arch = load_profile("h200")
+    pred = predict(Case("v4", GemmConfig(arch="h200", M=128, N=128, K=256)), runs=1)
+    assert 2 < arch.launch_fixed_us < 4 and not arch.constants["launch_fixed_us"].guess
+    assert pred.us == pytest.approx(pred.cycles / (arch.clock_ghz * 1e3) + arch.launch_fixed_us)
+    assert pred.cycles > 0
+
+
 def test_delayed_prediction_explores_nanosleep_and_reports_exactness():
     case = Case("v4", GemmConfig(arch="h200", M=256, N=128, K=256, wait_parity_flip="tma", producer_delay_ns=20000))
     pred = predict(case, runs=3)

@@ -46,6 +46,10 @@ class ArchProfile:
     # chip
     sm_count: int
     clock_ghz: float
+    launch_fixed_us: float
+    """What a kernel-only measurement (CUDA events around the launch alone) reads beyond the
+    SMs' cycles: an empty kernel's time.  Not part of any replay; added to the predicted
+    kernel time (:attr:`protosim.verdict.Timing.kernel_us`)."""
     l2_bytes: int
     hbm_bytes_per_clk: float
     l2_bytes_per_clk: float

@@ -24,8 +24,10 @@ $(VENV)/.installed-kernels: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/protosim demo
 
+# -n auto: one worker per core (pytest-xdist); --dist loadscope keeps each module in one worker,
+# so a module's fixtures (kernel builds, the silicon replays) are built once.
 test: $(VENV)/.installed-kernels
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadscope
 
 slow: $(VENV)/.installed-kernels
 	PROTOSIM_SLOW=1 $(PY) -m pytest -q -m slow

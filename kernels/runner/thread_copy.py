@@ -1,0 +1,82 @@
+"""The seed's v2/v3 thread copy alone, on the GPU (issue 16, part 3: a microbenchmark).
+
+kernels/microbench/thread_copy.cu is the copy loop of kernels/tirx/hopper.py ``thread_copy``
+as TVM lowers it (128 threads; per k-iteration 64 + BN/2 two-byte ``ld.global.nc`` per thread,
+8 per unrolled iteration, each stored into the 128B-swizzled tile; then a barrier), with no
+MMA.  Each CTA reads ``clock64`` around its whole K loop; the kernel is also timed kernel-only.
+Run on the GPU machine:
+
+    python -m kernels.runner.thread_copy --cubin B/thread_copy.sm_90a.cubin --out results.jsonl
+
+One JSON line per (BN, grid): cycles per k-iteration (median and max over the CTAs) and the
+kernel-only time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from . import timing as T
+from .launch_cost import Driver, provenance
+
+K = 4096
+GRIDS = (1, 8, 132, 264, 792, 1024)
+"""One CTA alone; one per SM on 8 and on every SM; 2, 6 and ~7.8 per SM (v3 at 4096^2 is 1024)."""
+GN = 32  # tiles per row of the grid: A rows up to 32 * 128 = 4096, B rows up to 32 * BN
+
+
+def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    a = torch.randn(4096, K, device="cuda", dtype=torch.float16)
+    b = torch.randn(4096, K, device="cuda", dtype=torch.float16)
+    rows = []
+    for bn in (16, 32, 64, 128):
+        smem = (128 + bn) * 64 * 2
+        fn = drv.function(cubin, f"copy_bn{bn}", smem if smem > 48 * 1024 else 0)
+        for grid in GRIDS:
+            cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
+            args = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()), ctypes.c_int(K), ctypes.c_int(GN),
+                    ctypes.c_void_p(cycles.data_ptr())]
+            t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, args), reps=reps, warmup=2)
+            per_k = [c / (K // 64) for c in cycles.cpu().tolist()]
+            row = {"bn": bn, "grid": grid, "threads": 128, "smem": smem, "k_iterations": K // 64,
+                   "loads_per_thread_per_k": 64 + bn // 2, "cycles_per_k_median": round(statistics.median(per_k), 1),
+                   "cycles_per_k_max": round(max(per_k), 1), "kernel_ms": t}
+            rows.append(row)
+            print(f"BN {bn:>3} grid {grid:>4}: {row['cycles_per_k_median']:8.1f} cycles/k-iteration (max {row['cycles_per_k_max']:8.1f}),"
+                  f" kernel {t['median'] * 1e3:9.2f} us", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernels.runner.thread_copy", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cubin", type=Path, required=True, help="thread_copy.sm_90a.cubin (nvcc -cubin, see the .cu file)")
+    ap.add_argument("--out", type=Path, required=True, help="JSON lines, one per (BN, grid)")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--commit", default="unknown")
+    args = ap.parse_args(argv)
+    if not args.cubin.is_file():
+        print(f"thread_copy: {args.cubin}: no such cubin; build it with nvcc -cubin (see the .cu file)", file=sys.stderr)
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("thread_copy: no CUDA device", file=sys.stderr)
+        return 2
+    torch.zeros(1, device="cuda")
+    env = provenance(torch, args.commit)
+    rows = measure(torch, args.cubin.read_bytes(), args.reps)
+    with args.out.open("a") as f:
+        for r in rows:
+            f.write(json.dumps({"kind": "thread_copy", **env, **r}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -137,7 +137,9 @@ def _run_pool(workers: int, chunks: list[range], items: list[Any], work_fn, reco
     try:
         submit(IN_FLIGHT_PER_WORKER * workers)
         while pending:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            # A timeout, so that this thread runs Python often: a Ctrl-C the kernel delivered to
+            # the executor's thread is acted on here within half a second, not at the next result.
+            finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             pending.difference_update(finished)
             submit(len(finished))
             for future in finished:

@@ -165,10 +165,11 @@ def test_bad_input_is_one_line_and_exit_2(args, needle):
 
 
 def _ctrl_c_as_in_a_shell() -> None:
-    """The child starts with SIGINT at its default, as a shell starts a command. A process
-    that starts with SIGINT ignored keeps it ignored (Python installs its handler only over the
-    default), and under pytest-xdist some earlier test leaves the worker ignoring it: the
-    sweep then ran to its end through the test's Ctrl-C (2 of 4 full-suite runs, 2026-12-01)."""
+    """The child starts with SIGINT at its default, as an interactive shell starts a command.
+    A test run launched in the background by a non-interactive shell (``make test &``) starts
+    with SIGINT ignored, its children inherit that, and Python keeps an ignored SIGINT ignored:
+    the sweep then ran to its end through the test's Ctrl-C (2 of 5 full-suite runs on the dev
+    VM, 2026-12-01 -- exactly the ones launched that way without ``timeout``, which resets it)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 

@@ -101,27 +101,37 @@ def provenance(torch, commit: str) -> dict:
     return env
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.runner.launch_cost", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cubin", type=Path, required=True, help="launch_cost.sm_90a.cubin (nvcc -cubin, see above)")
-    ap.add_argument("--out", type=Path, required=True, help="JSON lines, one per measured kernel")
-    ap.add_argument("--reps", type=int, default=30)
+def run_cubin_bench(kind: str, doc: str, argv: list[str] | None, measure, reps: int, out_help: str) -> list[dict] | None:
+    """The command line every cubin microbenchmark shares: ``--cubin``, ``--out``, ``--reps``,
+    ``--commit``; ``measure(torch, cubin, reps)`` -> rows, appended to ``--out`` as JSON lines of
+    ``kind`` with the run's provenance.  None (after one line on stderr) when it cannot run."""
+    ap = argparse.ArgumentParser(prog=f"python -m kernels.runner.{kind}", description=doc.split("\n\n")[0])
+    ap.add_argument("--cubin", type=Path, required=True, help=f"{kind}.sm_90a.cubin (nvcc -cubin, see kernels/microbench/{kind}.cu)")
+    ap.add_argument("--out", type=Path, required=True, help=out_help)
+    ap.add_argument("--reps", type=int, default=reps)
     ap.add_argument("--commit", default="unknown")
     args = ap.parse_args(argv)
     if not args.cubin.is_file():
-        print(f"launch_cost: {args.cubin}: no such cubin; build it with nvcc -cubin (see --help)", file=sys.stderr)
-        return 2
+        print(f"{kind}: {args.cubin}: no such cubin; build it with nvcc -cubin (see kernels/microbench/{kind}.cu)", file=sys.stderr)
+        return None
     import torch
 
     if not torch.cuda.is_available():
-        print("launch_cost: no CUDA device", file=sys.stderr)
-        return 2
+        print(f"{kind}: no CUDA device", file=sys.stderr)
+        return None
     torch.zeros(1, device="cuda")  # the primary context, current on this thread, for the driver calls
     env = provenance(torch, args.commit)
     rows = measure(torch, args.cubin.read_bytes(), args.reps)
     with args.out.open("a") as f:
         for r in rows:
-            f.write(json.dumps({"kind": "launch_cost", **env, **r}) + "\n")
+            f.write(json.dumps({"kind": kind, **env, **r}) + "\n")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    rows = run_cubin_bench("launch_cost", __doc__, argv, measure, 30, "JSON lines, one per measured kernel")
+    if rows is None:
+        return 2
     empty = [r["kernel_ms"]["median"] * 1e3 for r in rows if r["kernel"] == "empty_kernel"]
     print(f"empty kernels: median of medians {statistics.median(empty):.2f} us, range {min(empty):.2f}-{max(empty):.2f} us")
     return 0

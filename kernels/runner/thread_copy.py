@@ -14,15 +14,12 @@ kernel-only time.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
-import json
 import statistics
 import sys
-from pathlib import Path
 
 from . import timing as T
-from .launch_cost import Driver, provenance
+from .launch_cost import Driver, run_cubin_bench
 
 K = 4096
 GRIDS = (1, 8, 132, 264, 792, 1024)
@@ -58,28 +55,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m kernels.runner.thread_copy", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cubin", type=Path, required=True, help="thread_copy.sm_90a.cubin (nvcc -cubin, see the .cu file)")
-    ap.add_argument("--out", type=Path, required=True, help="JSON lines, one per (BN, grid)")
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--commit", default="unknown")
-    args = ap.parse_args(argv)
-    if not args.cubin.is_file():
-        print(f"thread_copy: {args.cubin}: no such cubin; build it with nvcc -cubin (see the .cu file)", file=sys.stderr)
-        return 2
-    import torch
-
-    if not torch.cuda.is_available():
-        print("thread_copy: no CUDA device", file=sys.stderr)
-        return 2
-    torch.zeros(1, device="cuda")
-    env = provenance(torch, args.commit)
-    rows = measure(torch, args.cubin.read_bytes(), args.reps)
-    with args.out.open("a") as f:
-        for r in rows:
-            f.write(json.dumps({"kind": "thread_copy", **env, **r}) + "\n")
-    return 0
-
+    return 0 if run_cubin_bench("thread_copy", __doc__, argv, measure, 10, "JSON lines, one per (BN, grid)") is not None else 2
 
 if __name__ == "__main__":
     sys.exit(main())

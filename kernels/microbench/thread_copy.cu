@@ -44,3 +44,14 @@ COPY(16)
 COPY(32)
 COPY(64)
 COPY(128)
+
+// The v3 kernel's raster (kernels/tirx/hopper.py tile_coords: m fastest), gm tiles per column:
+// CTAs that share an SM read different A rows and B rows, as in the GEMM.
+#define COPY_M(BN) \
+extern "C" __global__ void __launch_bounds__(128) copy_mfast_bn##BN(const half *__restrict__ A, const half *__restrict__ B, int k_unused, int gm, long long *cycles) { \
+    copy_tiles<BN>(A, B, blockIdx.x % gm, blockIdx.x / gm, cycles); \
+}
+COPY_M(16)
+COPY_M(32)
+COPY_M(64)
+COPY_M(128)

@@ -9,7 +9,8 @@ Run on the GPU machine:
     python -m kernels.runner.thread_copy --cubin B/thread_copy.sm_90a.cubin --out results.jsonl
 
 One JSON line per (BN, grid): cycles per k-iteration (median and max over the CTAs) and the
-kernel-only time.
+kernel-only time.  ``--raster m``: the co-residency sweep instead -- the v3 kernel's raster (m
+fastest) over 2048 x 2048 inputs in L2, 1-6 CTAs per SM (:func:`measure_mfast`).
 """
 
 from __future__ import annotations
@@ -54,8 +55,54 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+MFAST_M = 2048
+"""The co-residency sweep's GEMM: v3 at 2048 x 2048 x K (A and B 16 MB each, in L2 once written)."""
+PER_SM = (1, 2, 3, 4, 5, 6)
+"""CTAs per SM in the co-residency sweep: grids of 132 x c (the block scheduler spreads them)."""
+
+
+def measure_mfast(torch, cubin: bytes, reps: int) -> list[dict]:
+    """The v3 kernel's raster (m fastest) over its own 2048 x 2048 inputs, written just before:
+    the first 132 x c tiles for c CTAs per SM, to see how co-resident copies share an SM."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    gm = MFAST_M // 128
+    a = torch.randn(MFAST_M, K, device="cuda", dtype=torch.float16)
+    rows = []
+    for bn in (16, 32, 64, 128):
+        smem = (128 + bn) * 64 * 2
+        fn = drv.function(cubin, f"copy_mfast_bn{bn}", smem if smem > 48 * 1024 else 0)
+        tiles = gm * (MFAST_M // bn)
+        b = torch.randn(MFAST_M, K, device="cuda", dtype=torch.float16)
+        for c in PER_SM:
+            grid = min(tiles, 132 * c)
+            a.add_(0)
+            b.add_(0)  # rewrite both inputs just before: L2 holds them (32 MB of 50)
+            cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
+            args = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()), ctypes.c_int(K), ctypes.c_int(gm),
+                    ctypes.c_void_p(cycles.data_ptr())]
+            t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, args), reps=reps, warmup=2)
+            per_k = [x / (K // 64) for x in cycles.cpu().tolist()]
+            row = {"raster": "m", "bn": bn, "grid": grid, "ctas_per_sm": grid / 132, "threads": 128, "smem": smem,
+                   "k_iterations": K // 64, "loads_per_thread_per_k": 64 + bn // 2,
+                   "bytes_per_cta_per_k": (128 + bn) * 64 * 2,
+                   "cycles_per_k_median": round(statistics.median(per_k), 1), "cycles_per_k_max": round(max(per_k), 1),
+                   "kernel_ms": t}
+            rows.append(row)
+            print(f"m-fast BN {bn:>3} grid {grid:>4} ({grid / 132:.1f}/SM): {row['cycles_per_k_median']:8.1f} cycles/k "
+                  f"(max {row['cycles_per_k_max']:8.1f}), kernel {t['median'] * 1e3:9.2f} us", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    return 0 if run_cubin_bench("thread_copy", __doc__, argv, measure, 10, "JSON lines, one per (BN, grid)") is not None else 2
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --raster m: the co-residency sweep in the v3 kernel's raster (measure_mfast); default, the grid sweep
+    mfast = "--raster" in argv and argv[argv.index("--raster") + 1:argv.index("--raster") + 2] == ["m"]
+    if "--raster" in argv:
+        i = argv.index("--raster")
+        del argv[i:i + 2]
+    fn = measure_mfast if mfast else measure
+    return 0 if run_cubin_bench("thread_copy", __doc__, argv, fn, 10, "JSON lines, one per (BN, grid)") is not None else 2
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,163 @@
+"""What a thread copy compiled to: its loads, how many ptxas keeps in flight, its registers.
+
+protosim times a thread copy from its instruction stream (docs/semantics.md "Thread copies"):
+``bytes / 32 / load_bytes`` loads per lane, ``in_flight`` of them outstanding, one load latency
+per round.  Those numbers are ptxas's, so this module reads them off a cubin's SASS:
+
+* the loads and shared stores of the copy, in program order (``LDG`` / ``STS`` up to the
+  first ``MEMBAR`` or ``BAR``: the copy's fence and barrier end it);
+* an in-order issue model of that stream -- a load issues one cycle after the instruction
+  before it, a store waits until the load that wrote its register returns ``latency`` cycles
+  after issue -- whose time divided by the latency is the copy's *rounds*;
+* the registers per thread (``cuobjdump -res-usage``).
+
+Needs ``cuobjdump`` (the CUDA toolkit, or the copy the ``triton`` wheel ships in
+``triton/backends/nvidia/bin``).  Run:
+
+    python -m kernels.toolchain.sass KERNEL.cubin [--latency 425]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+LOAD = re.compile(r"\bLDG(?:\.[A-Z0-9]+)*\s+(R\d+),")
+STORE = re.compile(r"\bSTS(?:\.[A-Z0-9]+)*\s+\[[^\]]*\],\s*(R\d+)")
+END = re.compile(r"\b(?:MEMBAR|BAR\.SYNC|BAR\.ARV)\b")
+WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+def find_cuobjdump() -> str | None:
+    """``cuobjdump`` on PATH, else the one in an installed ``triton`` wheel."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        spec = None
+    if spec and spec.origin:
+        tool = Path(spec.origin).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        if tool.is_file():
+            return str(tool)
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CopyStream:
+    """One lane's thread copy as ptxas scheduled it."""
+
+    loads: int
+    load_bytes: int
+    max_in_flight: int
+    rounds: float
+    """In-order issue time of the stream / the load latency it was modelled with."""
+    latency: float
+    regs_per_thread: int
+
+    @property
+    def in_flight(self) -> float:
+        """Loads outstanding on average: what ``ThreadCopy.in_flight`` stands for."""
+        return self.loads / self.rounds
+
+
+def copy_ops(sass: str) -> list[tuple[str, str, int]]:
+    """(``L`` or ``S``, register, bytes) of the first copy stream: the loads and shared stores
+    from the first global load up to the fence or barrier after it."""
+    ops: list[tuple[str, str, int]] = []
+    for line in sass.splitlines():
+        m = LOAD.search(line)
+        if m:
+            opcode = line[m.start():].split()[0].split(".")  # LDG.E.U16.CONSTANT -> its modifiers
+            width = next((WIDTH[x] for x in opcode if x in WIDTH), 4)
+            ops.append(("L", m.group(1), width))
+            continue
+        if not ops:
+            continue
+        m = STORE.search(line)
+        if m:
+            ops.append(("S", m.group(1), 0))
+        elif END.search(line):
+            break
+    return ops
+
+
+def issue_time(ops: list[tuple[str, str, int]], latency: float, issue: float = 1.0) -> float:
+    """Cycles the stream takes issued in order: a store waits for its register's load."""
+    t = 0.0
+    ready: dict[str, float] = {}
+    for kind, reg, _ in ops:
+        if kind == "L":
+            ready[reg] = t + latency
+        else:
+            t = max(t, ready.get(reg, 0.0))
+        t += issue
+    return t
+
+
+def max_in_flight(ops: list[tuple[str, str, int]]) -> int:
+    out = peak = 0
+    for kind, _, _ in ops:
+        out += 1 if kind == "L" else -1
+        peak = max(peak, out)
+    return peak
+
+
+def registers(cubin: Path, tool: str) -> int:
+    text = subprocess.run([tool, "-res-usage", str(cubin)], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"REG:(\d+)", text)
+    return int(m.group(1)) if m else 0
+
+
+def analyse(cubin: Path, latency: float = 425.0, tool: str | None = None) -> CopyStream:
+    """The copy stream of the first kernel in ``cubin``."""
+    tool = tool or find_cuobjdump()
+    if tool is None:
+        raise FileNotFoundError("no cuobjdump: install the CUDA toolkit or `pip install triton` (it ships one)")
+    sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    ops = copy_ops(sass)
+    loads = [op for op in ops if op[0] == "L"]
+    if not loads:
+        raise ValueError(f"{cubin}: no global load before the first barrier: no thread copy to read")
+    return CopyStream(loads=len(loads), load_bytes=loads[0][2], max_in_flight=max_in_flight(ops),
+                      rounds=issue_time(ops, latency) / latency, latency=latency, regs_per_thread=registers(cubin, tool))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m kernels.toolchain.sass", description=__doc__.split("\n\n")[0])
+    ap.add_argument("cubin", type=Path, nargs="+")
+    ap.add_argument("--latency", type=float, default=425.0, help="load latency of the issue model, cycles (h200: 425)")
+    ap.add_argument("--json", action="store_true", help="one JSON object per cubin")
+    args = ap.parse_args(argv)
+    tool = find_cuobjdump()
+    if tool is None:
+        print("sass: no cuobjdump on PATH or in an installed triton wheel; install the CUDA toolkit or triton", file=sys.stderr)
+        return 2
+    status = 0
+    for path in args.cubin:
+        try:
+            s = analyse(path, args.latency, tool)
+        except (OSError, ValueError, subprocess.CalledProcessError) as e:
+            print(f"sass: {path}: {e}", file=sys.stderr)
+            status = 1
+            continue
+        if args.json:
+            print(json.dumps({"cubin": str(path), **dataclasses.asdict(s), "in_flight": s.in_flight}))
+        else:
+            print(f"{path}: {s.loads} loads of {s.load_bytes} B per lane, at most {s.max_in_flight} in flight, "
+                  f"{s.rounds:.1f} rounds at {s.latency:.0f} cycles (in_flight ~{s.in_flight:.1f}), "
+                  f"{s.regs_per_thread} registers per thread")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -271,7 +271,11 @@ class BulkWait(Op):
 class ThreadCopy(Op):
     """Synchronous global -> shared copy by the executing warps (``Tx.cta.copy``).
 
-    Each executing warp copies ``bytes`` into ``dst`` (usually its own part)."""
+    Each executing warp copies ``bytes`` into ``dst`` (usually its own part), as the compiled
+    code does it: every lane loads ``load_bytes`` per ``ld.global`` and stores each value to
+    shared memory once it has arrived, keeping at most ``in_flight`` loads outstanding (how
+    far ptxas hoisted the loads above the stores).  ``in_flight = 0``: no limit stated, every
+    load in flight at once.  The timing rule is docs/semantics.md "Thread copies"."""
 
     kind: ClassVar[str] = "thread_copy"
     unit: ClassVar[str] = "lsu"
@@ -280,6 +284,11 @@ class ThreadCopy(Op):
     bytes: int
     dst: Access
     src: str = ""
+    load_bytes: int = 16
+    """Bytes one lane loads per instruction: 16 for a 128-bit vector load, 2 for the
+    element-wise fp16 copy TVM lowers ``Tx.cta.copy`` to (``ld.global.nc.u16``)."""
+    in_flight: int = 0
+    """Loads a lane keeps outstanding (its memory-level parallelism); 0 = all of them."""
 
     def accesses(self) -> tuple[Access, ...]:
         return (self.dst,)
@@ -665,6 +674,9 @@ class Schedule:
     """CTAs per thread-block cluster.  CTAs ``c*cluster .. c*cluster + cluster-1`` form
     cluster ``c`` and a CTA's rank in it is ``index % cluster``: they launch together,
     and an op may name a peer's barrier or buffer by rank (docs/semantics.md "Clusters")."""
+    regs_per_thread: int = 0
+    """Registers ptxas gave each thread (``cuobjdump -res-usage``): with the SM's register
+    file they bound how many CTAs share an SM.  0: not stated (no register limit)."""
 
     @property
     def threads_per_cta(self) -> int:
@@ -690,6 +702,10 @@ _DATACLASSES.save()  # the last dataclass of the module is above
 
 
 L2_AT_LAUNCH = ("cold", "inputs")
+LOAD_WIDTHS = (1, 2, 4, 8, 16)
+"""Bytes per lane of one ``ld.global`` (.u8 .. .v4.u32; PTX ISA ld)."""
+MAX_REGS_PER_THREAD = 255
+"""The most registers ptxas gives a thread (CUDA Programming Guide, compute capabilities table)."""
 MAX_PARTS = 1024
 """Pieces of a buffer written separately: one per warp or per thread of a CTA, and no GPU
 runs more than 1,024 threads per CTA (CUDA Programming Guide, compute capabilities table)."""
@@ -701,6 +717,10 @@ def validate(s: Schedule) -> None:
         raise ScheduleError(f"schedule {s.name!r}: l2_at_launch = {s.l2_at_launch!r}; use 'cold' or 'inputs'")
     if not s.roles:
         raise ScheduleError(f"schedule {s.name!r}: no roles; declare at least one role")
+    if isinstance(s.regs_per_thread, bool) or not isinstance(s.regs_per_thread, int) \
+            or not 0 <= s.regs_per_thread <= MAX_REGS_PER_THREAD:
+        raise ScheduleError(f"schedule {s.name!r}: regs_per_thread = {s.regs_per_thread!r}; give 1..{MAX_REGS_PER_THREAD} "
+                            f"(what ptxas allocated) or 0 for no register limit")
     if not s.ctas:
         raise ScheduleError(f"schedule {s.name!r}: no CTAs; give at least one CTA program")
     for r in s.roles:
@@ -730,6 +750,9 @@ def validate(s: Schedule) -> None:
                     raise ScheduleError(f"{where}: barrier {name!r} is not declared; add a BarrierDecl")
                 if isinstance(op, Wait) and op.parity not in (0, 1):
                     raise ScheduleError(f"{where}: parity {op.parity}; a parity is 0 or 1")
+                if isinstance(op, ThreadCopy) and op.load_bytes not in LOAD_WIDTHS:
+                    raise ScheduleError(f"{where}: load_bytes = {op.load_bytes}; an ld.global moves "
+                                        f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")
                 for acc in op.accesses():
                     buf = buffers.get(acc.buffer)
                     if buf is None:
@@ -846,12 +869,12 @@ def _plain(value: Any) -> Any:
     return value
 
 
-NONNEGATIVE = frozenset({"cycles", "barrier_id", "count", "n"})
+NONNEGATIVE = frozenset({"cycles", "barrier_id", "count", "n", "in_flight"})
 """Op fields that PTX cannot express negative (delays, ids, u32 counts): a negative value is a
 mistake in the input, refused before the replay.  Values PTX can express but leaves undefined
 (an arrive count or init count of 0, an expect_tx past 2^20-1) reach the model and come back
 as findings."""
-POSITIVE = frozenset({"bytes", "columns", "m", "k_elems", "threads"})
+POSITIVE = frozenset({"bytes", "columns", "m", "k_elems", "threads", "load_bytes"})
 """Sizes of a transfer, an allocation, an MMA shape or a barrier's thread count: zero is no
 instruction at all.  (``n`` is also a wait_group depth, where 0 is the usual value.)"""
 TX_BYTES = ("expect_tx", "arrive_expect_tx")
@@ -986,14 +1009,14 @@ def to_json(s: Schedule) -> dict[str, Any]:
     """The schedule as JSON-ready data (ops omit fields left at their default; so does a
     cold L2 at launch, which keeps the hashes of schedules written before the field)."""
     d = to_json_header(s)
-    tail = {k: d.pop(k) for k in ("l2_at_launch", "cluster") if k in d}  # after config, as files have them
+    tail = {k: d.pop(k) for k in ("l2_at_launch", "cluster", "regs_per_thread") if k in d}  # after config, as files have them
     d["ctas"] = [{"index": c.index, "roles": [[_op_to_json(op) for op in ops] for ops in c.roles]} for c in s.ctas]
     d["config"] = s.config
     return {**d, **tail}
 
 
 TOP_LEVEL = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "l2_at_launch", "cluster",
-             "config", "description", "expect", "explore")
+             "regs_per_thread", "config", "description", "expect", "explore")
 """Keys of a schedule file; ``description``, ``expect`` and ``explore`` come from the
 scenario that built it (``protosim schedule``) and are read by protosim.scenarios."""
 
@@ -1049,8 +1072,11 @@ def from_json(d: dict[str, Any], max_ops: int | None = None) -> Schedule:
         raise ScheduleError(f"schedule JSON: l2_at_launch = {l2!r}; use 'cold' or 'inputs'")
     cluster = d.get("cluster", 1)
     _check_int("schedule JSON", "cluster", cluster, 1)
+    regs = d.get("regs_per_thread", 0)
+    _check_int("schedule JSON", "regs_per_thread", regs, 0)
     sched = Schedule(name=d["name"], arch=d["arch"], barriers=barriers, buffers=buffers, roles=roles,
-                     ctas=tuple(ctas), l2_at_launch=l2, config=d.get("config", {}), cluster=cluster)
+                     ctas=tuple(ctas), l2_at_launch=l2, config=d.get("config", {}), cluster=cluster,
+                     regs_per_thread=regs)
     validate(sched)
     return sched
 
@@ -1234,6 +1260,8 @@ def to_json_header(s: Schedule) -> dict[str, Any]:
         d["l2_at_launch"] = s.l2_at_launch
     if s.cluster != 1:  # left out at 1: the hashes of schedules written before clusters stay
         d["cluster"] = s.cluster
+    if s.regs_per_thread:  # left out at 0, likewise
+        d["regs_per_thread"] = s.regs_per_thread
     return d
 
 

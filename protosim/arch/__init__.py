@@ -60,6 +60,10 @@ class ArchProfile:
     max_threads_per_sm: int
     max_threads_per_cta: int
     max_ctas_per_sm: int
+    regs_per_sm: int
+    reg_alloc_unit: int
+    """Registers are given to a warp in blocks of this many (``regs_per_thread * 32`` rounded up):
+    with ``regs_per_sm`` they bound the CTAs per SM of a schedule that states its registers."""
     named_barriers: int
     tmem_columns: int
     # mbarrier

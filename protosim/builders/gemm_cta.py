@@ -98,14 +98,29 @@ class KernelFamily:
     clamp_grid: bool
     """v6's persistent grid: Hopper launches ``min(sm_count, tiles)`` CTAs (kernels/spec.py
     ``grid_ctas``), the seed ``sm_count`` whatever the tiles (seed_sm100.py ``SM_COUNT``)."""
+    copy_load_bytes: int
+    """v1-v3's thread copy as compiled (ptxas 13.0 SASS, results/silicon/microbench/
+    2026-12-01_thread_copy_sass.md): Hopper's swizzled element-wise copy lowers to 2-byte
+    ``LDG.E.U16`` per element; the seed's to 16-byte ``LDG.E.128``.  How many a lane keeps in
+    flight follows from the width (:mod:`protosim.ptxas`)."""
+    copy_regs_extra: int
+    """Registers per thread of v1-v3 beyond the fp32 accumulator the thread holds (ptxas 13.0,
+    ``cuobjdump -res-usage``): Hopper BLK_N + 32 (48/64/96/168 at BLK_N 16/32/64/128: 168, not 160,
+    at 128 -- the same 3 CTAs per SM); the seed accumulates in TMEM and its epilogue's
+    ``tcgen05.ld`` holds BLK_N registers, 136 at BLK_N 128 (one build: BLK_N + 8)."""
+
+    def copy_regs(self, cfg: GemmConfig) -> int:
+        """Registers per thread of the v1-v3 kernel for ``cfg``: the accumulator's fp32 registers
+        (in registers on Hopper, TMEM columns read back on the seed) plus the family's extra."""
+        return cfg.BLK_M * cfg.BLK_N // (32 * WARPS) + self.copy_regs_extra
 
 
 SEED = KernelFamily("seed_sm100", init_every_stage=False, prologue_fences=("proxy_async", "mbarrier_init"),
                     copy_sync=CTA, store_entry_sync=CTA, store_sync=10, tile_end_sync=CTA, tcgen05_fences=True,
-                    clamp_grid=False)
+                    clamp_grid=False, copy_load_bytes=16, copy_regs_extra=8)
 HOPPER = KernelFamily("hopper", init_every_stage=True, prologue_fences=("mbarrier_init",),
                       copy_sync=2, store_entry_sync=1, store_sync=1, tile_end_sync=2, tcgen05_fences=False,
-                      clamp_grid=True)
+                      clamp_grid=True, copy_load_bytes=2, copy_regs_extra=32)
 
 
 def family(arch: ArchProfile) -> KernelFamily:
@@ -269,9 +284,12 @@ class GemmCta:
     # -- K-loop pieces --------------------------------------------------------
     def thread_copy(self, tile: tuple[int, int], k: int) -> None:
         m, n = tile
+        width = self.family.copy_load_bytes  # in_flight: stated for the A + B stream (protosim.ptxas.with_copy_streams)
         self.ops += [
-            ThreadCopy(bytes=self.a_bytes // WARPS, dst=Access("A", 0, a_tile(m, k), WARP_PART), src=a_tile(m, k), tile=tile, k=k),
-            ThreadCopy(bytes=self.b_bytes // WARPS, dst=Access("B", 0, b_tile(n, k), WARP_PART), src=b_tile(n, k), tile=tile, k=k),
+            ThreadCopy(bytes=self.a_bytes // WARPS, dst=Access("A", 0, a_tile(m, k), WARP_PART), src=a_tile(m, k), tile=tile, k=k,
+                       load_bytes=width),
+            ThreadCopy(bytes=self.b_bytes // WARPS, dst=Access("B", 0, b_tile(n, k), WARP_PART), src=b_tile(n, k), tile=tile, k=k,
+                       load_bytes=width),
             Fence(fence="proxy_async", tile=tile, k=k),  # thread-written SMEM read by the MMA (async proxy)
             self.sync(self.family.copy_sync, k=k),
         ]

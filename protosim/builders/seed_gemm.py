@@ -16,11 +16,12 @@ whatever parity (or, with ``reset_phase_per_tile``, whatever stage) the buggy co
 from __future__ import annotations
 
 from protosim.arch import ArchProfile, load_profile
-from protosim.builders.gemm_cta import MMA_ROLE, WARPS, GemmCta, persistent_ctas, storage
+from protosim.builders.gemm_cta import MMA_ROLE, WARPS, GemmCta, family, persistent_ctas, storage
 from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
 from protosim.ir import CtaProgram, Op, RoleDecl, Schedule
 from protosim.pipeline import Pipeline, PipelineState
+from protosim.ptxas import with_copy_streams
 
 MMA_START = PipelineState.consumer_start(1)
 """Where the warpgroup's ``phase_mma`` starts: it waits for the first MMA's completion."""
@@ -37,7 +38,8 @@ def _wait_mma(c: GemmCta, done: Pipeline, at: PipelineState, stage: int, tile: t
     return at.advance()
 
 
-def _schedule(step: int, cfg: GemmConfig, arch: ArchProfile, stages: int, tma: bool, ctas: list[list[Op]]) -> Schedule:
+def _schedule(step: int, cfg: GemmConfig, arch: ArchProfile, stages: int, tma: bool, ctas: list[list[Op]],
+              regs_per_thread: int = 0) -> Schedule:
     barriers, buffers = storage(cfg, arch, stages, tma)
     return Schedule(
         name=f"hgemm_v{step}",
@@ -45,9 +47,10 @@ def _schedule(step: int, cfg: GemmConfig, arch: ArchProfile, stages: int, tma: b
         barriers=barriers,
         buffers=buffers,
         roles=(RoleDecl(MMA_ROLE, WARPS),),
-        ctas=tuple(CtaProgram(i, (tuple(ops),)) for i, ops in enumerate(ctas)),
+        ctas=tuple(CtaProgram(i, (with_copy_streams(tuple(ops)),)) for i, ops in enumerate(ctas)),
         l2_at_launch=cfg.l2_at_launch,
         config=cfg.to_dict(),
+        regs_per_thread=regs_per_thread,
     )
 
 
@@ -69,7 +72,9 @@ def _thread_copy_steps(step: int, cfg: GemmConfig, arch: ArchProfile) -> Schedul
         c.store_direct(tile)
         c.teardown()
         ctas.append(c.ops)
-    return _schedule(step, cfg, arch, 1, False, ctas)
+    # The thread-copy kernels' registers bound their CTAs per SM (3 at BLK_N 128, where shared
+    # memory alone would allow 6); the TMA steps state none: shared memory binds them first.
+    return _schedule(step, cfg, arch, 1, False, ctas, regs_per_thread=family(arch).copy_regs(cfg))
 
 
 def build_v1(cfg: GemmConfig) -> Schedule:

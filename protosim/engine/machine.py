@@ -79,19 +79,25 @@ class Machine:
 
     # -- running ---------------------------------------------------------------
     def occupancy(self) -> int:
-        """CTAs per SM: limited by threads, shared memory and the CTA slot count."""
+        """CTAs per SM: limited by threads, shared memory, the CTA slot count and, where the
+        schedule states its registers per thread, the register file."""
         a, s = self.arch, self.schedule
         smem = smem_bytes(s) + a.smem_reserved_per_cta_bytes
-        return max(0, min(a.max_ctas_per_sm, a.max_threads_per_sm // s.threads_per_cta, a.smem_per_sm_bytes // smem))
+        fit = min(a.max_ctas_per_sm, a.max_threads_per_sm // s.threads_per_cta, a.smem_per_sm_bytes // smem)
+        if s.regs_per_thread:
+            fit = min(fit, a.regs_per_sm // regs_per_cta(s, a))
+        return max(0, fit)
 
     def run(self) -> RunResult:
         a, s = self.arch, self.schedule
         need = smem_bytes(s)
         per_sm = self.occupancy()
         if need > a.smem_per_cta_bytes or s.threads_per_cta > a.max_threads_per_cta or per_sm == 0:
+            regs = (f" and {regs_per_cta(s, a)} registers ({s.regs_per_thread} per thread; {a.regs_per_sm} per SM)"
+                    if s.regs_per_thread else "")
             self.trap = Trap(0.0, 0, "launch", -1, "launch_failure", "launch",
                              f"CTA needs {need} B shared memory (max {a.smem_per_cta_bytes}) "
-                             f"and {s.threads_per_cta} threads (max {a.max_threads_per_cta})")
+                             f"and {s.threads_per_cta} threads (max {a.max_threads_per_cta}){regs}")
             self.log.emit(0.0, "trap", 0, "launch", -1, ub="launch_failure", target="launch", what="launch",
                           detail=self.trap.detail)
         elif s.cluster > max(a.gpc_sms) * per_sm:
@@ -364,6 +370,13 @@ def clusters(s: Schedule) -> list[list[CtaProgram]]:
     for prog in s.ctas:
         groups.setdefault(prog.index // s.cluster, []).append(prog)
     return [sorted(g, key=lambda p: p.index % s.cluster) for g in groups.values()]
+
+
+def regs_per_cta(s: Schedule, a: ArchProfile) -> int:
+    """Registers a CTA holds: each warp's ``regs_per_thread * 32`` rounded up to the allocation
+    unit (CUDA Occupancy Calculator: per-warp granularity)."""
+    per_warp = -(-s.regs_per_thread * 32 // a.reg_alloc_unit) * a.reg_alloc_unit
+    return per_warp * (s.threads_per_cta // 32)
 
 
 def smem_bytes(s: Schedule) -> int:

@@ -347,6 +347,8 @@ def judge_scenario(j: Judgement, doc: dict[str, Any]) -> None:
 
 _POS, _NONNEG, _INT, _PARITY, _STR, _BOOL, _ACCESS, _ACCESSES, _BARRIER, _INT_OPT, _TILE, _ISSUER = (
     "pos", "nonneg", "int", "parity", "str", "bool", "access", "accesses", "barrier", "int?", "tile", "issuer")
+_WIDTH = "width"
+"""Bytes one lane moves per ld.global: 1, 2, 4, 8 or 16 (PTX ld's .u8 .. .v4.u32)."""
 _COMMON = {"issuer": (_ISSUER, False), "tile": (_TILE, False), "k": (_INT_OPT, False), "label": (_STR, False)}
 _MMA = {"m": (_POS, True), "n": (_POS, True), "k_elems": (_POS, True), "reads": (_ACCESSES, False),
         "writes": (_ACCESSES, False), "accumulate": (_BOOL, False)}
@@ -363,7 +365,8 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "tma_store": {"bytes": (_POS, True), "src": (_ACCESS, True)},
     "bulk_commit": {},
     "bulk_wait": {"n": (_NONNEG, False), "read": (_BOOL, False)},
-    "thread_copy": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False)},
+    "thread_copy": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False), "load_bytes": (_WIDTH, False),
+                    "in_flight": (_NONNEG, False)},
     "smem_store": {"bytes": (_POS, True), "dst": (_ACCESS, True)},
     "global_store": {"bytes": (_POS, True)},
     "cp_async": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False)},
@@ -386,7 +389,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "sleep": {"cycles": (_NONNEG, True), "warp": (_INT_OPT, False)},
 }
 SCHEDULE_KEYS = ("protosim_schedule", "name", "arch", "barriers", "buffers", "roles", "ctas", "config")
-SCHEDULE_OPTIONAL = ("config", "description", "expect", "explore", "source", "l2_at_launch")
+SCHEDULE_OPTIONAL = ("config", "description", "expect", "explore", "source", "l2_at_launch", "regs_per_thread")
 """Top-level keys a schedule may carry besides the IR (``schedule`` keeps a scenario's
 name, description and [expect]): never reported as unknown."""
 ACCESS_KEYS = ("buffer", "stage", "content", "part")
@@ -439,6 +442,11 @@ class _Sched:
                 j.refuse("sched.size", f"{where} = {v} is negative")
             elif typ == _PARITY and v not in (0, 1):
                 j.refuse("sched.range", f"{where} = {v} is no parity")
+        elif typ == _WIDTH:
+            if not is_int(v):
+                j.refuse("sched.type", f"{where} = {_short(v)} is not an integer")
+            elif v not in (1, 2, 4, 8, 16):
+                j.refuse("sched.range", f"{where} = {v} is no load width")
         elif typ == _INT_OPT:
             if v is not None and not is_int(v):
                 j.refuse("sched.type", f"{where} = {_short(v)}")
@@ -505,6 +513,12 @@ def judge_schedule(j: Judgement, d: Any, known_extra: tuple[str, ...] = ()) -> N
             j.refuse("sched.missing", f"no {key!r}")
     if "l2_at_launch" in d and d["l2_at_launch"] not in ("cold", "inputs"):  # a launch condition: two values
         j.refuse("sched.range", f"l2_at_launch = {_short(d['l2_at_launch'])}")
+    if "regs_per_thread" in d:  # what ptxas allocated: 0 (not stated) .. 255
+        regs = d["regs_per_thread"]
+        if not is_int(regs):
+            j.refuse("sched.type", f"regs_per_thread = {_short(regs)} is not an integer")
+        elif not 0 <= regs <= 255:
+            j.refuse("sched.range", f"regs_per_thread = {regs} is not 0..255")
     if "name" in d and not isinstance(d["name"], str):
         j.refuse("sched.type", f"name = {_short(d['name'])}")
     arch = d.get("arch")

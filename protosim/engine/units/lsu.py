@@ -22,6 +22,19 @@ LANE_WRITES = (SmemStore, ThreadCopy)
 elected lane's later release does not carry the other lanes' (``lane_release`` events)."""
 
 
+def copy_rounds(op: ThreadCopy) -> float:
+    """Load latencies one lane of a thread copy waits in sequence: its ``bytes / 32 /
+    load_bytes`` loads, ``in_flight`` at a time, each stored once it returns (at least one).
+
+    A copy loop's time is set by its instruction stream, not by bandwidth: ptxas unrolls the
+    loop and hoists some of the loads above the stores, and a lane stalls at each store whose
+    load is still out.  With ``in_flight = 0`` every load is out at once (one latency)."""
+    if not op.in_flight:
+        return 1.0
+    loads = op.bytes / (32 * op.load_bytes)
+    return max(1.0, loads / op.in_flight)
+
+
 class LsuUnit(Unit):
     name = "lsu"
 
@@ -48,21 +61,22 @@ class LsuUnit(Unit):
         self.cp_async.drop(cta)
 
     # -- global -> shared ------------------------------------------------------------
-    def _global_to_shared(self, w: WarpState, op: ThreadCopy | CpAsync) -> tuple[float, float]:
+    def _global_to_shared(self, w: WarpState, op: ThreadCopy | CpAsync, rounds: float = 1.0) -> tuple[float, float]:
         """(first write, done) of one warp's global -> shared copy through the LSU and
         L2/HBM: ld.global then st.shared, so shared memory is written once the first
-        loads return.  Thread copies and cp.async share this timing."""
+        loads return.  Thread copies and cp.async share this timing; a thread copy whose
+        lanes keep only some loads in flight waits ``rounds`` load latencies (:func:`copy_rounds`)."""
         m, arch = self.m, self.arch
         now = m.env.now
         hit, chip_done = m.memory.read(now, f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}", op.bytes)
         lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
         lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
-        done = max(lsu_done, chip_done) + lat + arch.smem_latency
+        done = max(now + rounds * lat, max(lsu_done, chip_done) + lat) + arch.smem_latency
         return min(now + lat, done), done
 
     def thread_copy(self, w: WarpState, i: int, op: ThreadCopy) -> simpy.Event:
         m = self.m
-        first, done = self._global_to_shared(w, op)
+        first, done = self._global_to_shared(w, op, copy_rounds(op))
         seq = m.access(w, i, op.dst, "w", first, done, op.tile, w.tick(), THREADS[op.issuer])
         return m.env.timeout(done - m.env.now, seq)
 

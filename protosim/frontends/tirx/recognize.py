@@ -594,7 +594,8 @@ class Recognizer:
             if src is not None:
                 glob, gidx = src
                 lo, hi = _box(gidx, gidx, c)
-                self.emit("thread_copy", c, node, bytes=info.elem_bytes, per_thread=True,
+                # one element per thread per store: a load of the element's width (ptxas keeps it so)
+                self.emit("thread_copy", c, node, bytes=info.elem_bytes, per_thread=True, load_bytes=info.elem_bytes,
                           dst=Touch(info, 0, info.elems, rows=cells), glob=glob.name, lo=lo, hi=hi)
                 return
             self.emit("smem_store", c, node, bytes=info.elem_bytes, dst=Touch(info, 0, info.elems, rows=cells))

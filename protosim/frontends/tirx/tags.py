@@ -497,6 +497,8 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
     if k in ("thread_copy", "cp_async"):
         cls = ThreadCopy if k == "thread_copy" else CpAsync
         extra = {"src": f["src"]} if f.get("src") else {}
+        if k == "thread_copy" and f.get("load_bytes"):
+            extra["load_bytes"] = f["load_bytes"]
         if "lo" in f:
             extra.update(_glob=f["glob"], _lo=list(f["lo"]), _hi=list(f["hi"]))
         d = Draft(cls, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), **extra)

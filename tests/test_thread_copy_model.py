@@ -1,0 +1,229 @@
+"""Thread copies timed from their instruction stream and register-bound occupancy
+(docs/semantics.md "Thread copies", "Registers")."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from protosim.arch import load_profile
+from protosim.builders import BUILDERS
+from protosim.builders.gemm_cta import SEED
+from protosim.config import GemmConfig
+from protosim.engine.machine import Machine, regs_per_cta, replay
+from protosim.engine.units.lsu import copy_rounds
+from protosim.ptxas import ELEMENTWISE_ROUNDS, copy_in_flight, with_copy_streams
+from protosim.ir import (
+    Access,
+    BufferDecl,
+    CtaProgram,
+    RoleDecl,
+    Schedule,
+    ScheduleError,
+    ThreadCopy,
+    from_json,
+    to_json,
+    validate,
+)
+
+H200 = load_profile("h200")
+
+
+def copy_schedule(*ops: ThreadCopy, regs: int = 0, warps: int = 1, ctas: int = 1, l2: str = "inputs") -> Schedule:
+    return Schedule("copy", "h200", (), (BufferDecl("A", "smem", bytes=16384, parts=4),), (RoleDecl("w", warps),),
+                    tuple(CtaProgram(i, (tuple(ops),)) for i in range(ctas)), l2_at_launch=l2, regs_per_thread=regs)
+
+
+def copy(nbytes: int = 1024, **kw) -> ThreadCopy:
+    return ThreadCopy(bytes=nbytes, dst=Access("A", 0, "A[0]", part=0), src="A[0]", **kw)
+
+
+# -- copy_rounds: the rule ------------------------------------------------------------
+
+@pytest.mark.parametrize("nbytes, width, in_flight, rounds", [
+    (4096, 2, 0, 1.0),     # no limit stated: every load out at once
+    (4096, 2, 16, 4.0),    # 64 loads per lane, 16 at a time
+    (4096, 2, 9, 64 / 9),  # fractional: the last round is partly filled
+    (512, 2, 16, 1.0),     # 8 loads, fewer than the window: still one latency
+    (4096, 16, 4, 2.0),    # 8 vector loads, 4 at a time
+])
+def test_copy_rounds(nbytes, width, in_flight, rounds):
+    assert copy_rounds(copy(nbytes, load_bytes=width, in_flight=in_flight)) == pytest.approx(rounds)
+
+
+def test_a_windowed_copy_waits_its_rounds_of_latency():
+    """One warp alone (no queueing): the copy ends ``rounds`` L2-hit latencies (and the shared
+    store's latency) after it starts; with no window it ends one latency after its bytes
+    clear the LSU pipe."""
+    plain = replay(copy_schedule(copy(4096, load_bytes=2)))
+    windowed = replay(copy_schedule(copy(4096, load_bytes=2, in_flight=8)))
+    lat, smem = H200.global_load_l2_cycles, H200.smem_latency
+    assert plain.end_cycle == pytest.approx(4096 / H200.lsu_bytes_per_clk + lat + smem)
+    assert windowed.end_cycle == pytest.approx(8 * lat + smem)
+    assert windowed.end_cycle > plain.end_cycle
+
+
+def test_a_copy_from_dram_waits_the_dram_latency_per_round():
+    cold = replay(copy_schedule(copy(4096, load_bytes=2, in_flight=8), l2="cold"))
+    assert cold.end_cycle == pytest.approx(8 * H200.global_load_dram_cycles + H200.smem_latency)
+
+
+# -- the stream rule (protosim.ptxas) ------------------------------------------------------
+
+def test_copy_in_flight_by_width():
+    assert copy_in_flight(128, 2) == 16 and copy_in_flight(72, 2) == 9 and copy_in_flight(3, 2) == 1
+    assert copy_in_flight(16, 16) == 16  # vector loads: all issued before the first store
+
+
+def test_a_run_of_copies_is_one_stream_and_other_ops_end_it():
+    from protosim.ir import Fence
+
+    a, b = copy(8192, load_bytes=2), copy(1024, load_bytes=2)  # 128 + 16 loads per lane
+    ops = with_copy_streams((a, b, Fence(fence="proxy_async"), b))
+    assert [op.in_flight for op in ops if isinstance(op, ThreadCopy)] == [18, 18, 2]
+    stated = copy(8192, load_bytes=2, in_flight=5)
+    assert with_copy_streams((stated, b))[0].in_flight == 5  # a stated window is kept
+    wide = copy(8192, load_bytes=16)
+    assert [op.in_flight for op in with_copy_streams((a, wide))] == [16, 16]  # a width change splits the run
+
+
+# -- registers --------------------------------------------------------------------------
+
+def test_registers_bound_the_ctas_per_sm():
+    free = Machine(copy_schedule(copy(), warps=4)).occupancy()
+    bound = Machine(copy_schedule(copy(), warps=4, regs=168)).occupancy()
+    # 168 registers x 32 lanes = 5376 per warp (a multiple of 256), x 4 warps = 21504: 3 fit in 64K
+    assert regs_per_cta(copy_schedule(copy(), warps=4, regs=168), H200) == 21504
+    assert bound == 3 < free
+
+
+def test_the_allocation_unit_rounds_each_warp_up():
+    s = copy_schedule(copy(), warps=4, regs=161)  # 5152 per warp -> 5376
+    assert regs_per_cta(s, H200) == 4 * 5376
+
+
+def test_a_cta_whose_registers_do_not_fit_fails_to_launch():
+    s = copy_schedule(copy(), warps=32, regs=255)  # 1024 threads x 255 registers > 64K
+    r = replay(s)
+    assert r.trap is not None and r.trap.kind == "launch_failure"
+    assert "registers" in r.trap.detail and r.ctas_launched == 0
+
+
+@pytest.mark.parametrize("regs", [-1, 256, True, 1.5])
+def test_regs_per_thread_out_of_range_is_refused(regs):
+    with pytest.raises(ScheduleError, match="regs_per_thread"):
+        validate(copy_schedule(copy(), regs=regs))
+
+
+@pytest.mark.parametrize("width", [0, 3, 32])
+def test_a_load_width_ptx_has_not_is_refused(width):
+    with pytest.raises(ScheduleError, match="load_bytes"):
+        validate(copy_schedule(copy(load_bytes=width)))
+
+
+def test_the_new_fields_survive_json_and_default_fields_stay_out():
+    s = copy_schedule(copy(4096, load_bytes=2, in_flight=9), regs=96)
+    d = to_json(s)
+    assert d["regs_per_thread"] == 96
+    back = from_json(d)
+    assert back.regs_per_thread == 96 and back.ctas[0].roles[0][0] == s.ctas[0].roles[0][0]
+    plain = to_json(copy_schedule(copy()))
+    assert "regs_per_thread" not in plain
+    assert "load_bytes" not in plain["ctas"][0]["roles"][0][0] and "in_flight" not in plain["ctas"][0]["roles"][0][0]
+
+
+# -- the builders state what the kernels compiled to ----------------------------------------
+
+@pytest.mark.parametrize("bn", [16, 32, 64, 128])
+def test_the_hopper_thread_copy_builder_states_its_copy_and_registers(bn):
+    s = BUILDERS["hgemm_v3"](GemmConfig(M=256, N=256, K=256, BLK_N=bn, arch="h200"))
+    copies = [op for op in s.ctas[0].roles[0] if isinstance(op, ThreadCopy)]
+    loads = (128 + bn) * 64 * 2 // (128 * 2)  # one lane's 2-byte loads of A and B per k-tile
+    assert {op.load_bytes for op in copies} == {2}
+    assert {op.in_flight for op in copies} == {-(-loads // ELEMENTWISE_ROUNDS)}
+    # A and B are one stream: together they take ~8 load latencies (the last round partly filled)
+    assert ELEMENTWISE_ROUNDS <= sum(copy_rounds(op) for op in copies[:2]) < ELEMENTWISE_ROUNDS + 2
+    assert s.regs_per_thread == bn + 32
+
+
+def test_the_seed_thread_copy_is_one_round_of_vector_loads():
+    s = BUILDERS["hgemm_v3"](GemmConfig(M=256, N=256, K=256, arch="b200"))
+    copies = [op for op in s.ctas[0].roles[0] if isinstance(op, ThreadCopy)]
+    assert {(op.load_bytes, copy_rounds(op)) for op in copies} == {(16, 1.0)}
+    assert s.regs_per_thread == 128 + SEED.copy_regs_extra
+
+
+def test_the_tma_steps_state_no_registers():
+    s = BUILDERS["hgemm_v4"](GemmConfig(M=256, N=256, K=256, arch="h200"))
+    assert s.regs_per_thread == 0
+
+
+# -- ... and, where the tools are here, that is what ptxas produced --------------------------
+
+def _tools_or_skip():
+    from kernels.toolchain.sass import find_cuobjdump
+
+    tool = find_cuobjdump()
+    if tool is None or shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc and cuobjdump (CUDA toolkit, or the triton wheel's copy): the SASS cannot be read here")
+    pytest.importorskip("tvm", reason="building the kernel needs apache-tvm (make test installs it)")
+    return tool
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bn", [16, 128])
+def test_the_builder_matches_the_compiled_hopper_kernel(bn, tmp_path):
+    """Build the v3 kernel, compile it with ptxas, read its SASS: the builder's registers give
+    the same CTAs per SM as ptxas's, and its 8 rounds lie within the stream's own."""
+    tool = _tools_or_skip()
+    from kernels.toolchain.sass import analyse
+    from kernels.toolchain.sources import ERROR, build_in_children
+
+    cfg = {"M": 4096, "N": 4096, "K": 4096, "BLK_N": bn, "arch": "h200"}
+    src = build_in_children({"v3": {"family": "hopper", "step": "v3", "config": cfg}}, tmp_path, workers=1)["v3"]
+    assert not src.startswith(ERROR), src[:2000]
+    cubin = tmp_path / "v3.cubin"
+    subprocess.run(["nvcc", "-cubin", "-arch=sm_90a", "-O3", "-o", str(cubin), str(tmp_path / "v3.cu")],
+                   check=True, capture_output=True, env={**os.environ})
+    stream = analyse(cubin, H200.global_load_l2_cycles, tool)
+    schedule = BUILDERS["hgemm_v3"](GemmConfig(**cfg))
+    assert stream.load_bytes == 2 and stream.loads == (128 + bn) // 2
+    assert 7.0 <= stream.rounds <= 10.5, stream
+    built = Machine(schedule).occupancy()
+    compiled = Machine(dataclasses.replace(schedule, regs_per_thread=stream.regs_per_thread)).occupancy()
+    assert built == compiled
+
+
+def test_sass_reader_on_a_listing():
+    """The stream reader on a hand-written listing: two loads ahead, stores wait for them."""
+    from kernels.toolchain.sass import copy_ops, issue_time, max_in_flight
+
+    listing = "\n".join([
+        "        /*0000*/   LDG.E.U16.CONSTANT R2, desc[UR4][R8.64] ;",
+        "        /*0010*/   LDG.E.U16.CONSTANT R3, desc[UR4][R8.64+0x100] ;",
+        "        /*0020*/   STS.U16 [R10], R2 ;",
+        "        /*0030*/   LDG.E.U16.CONSTANT R2, desc[UR4][R8.64+0x200] ;",
+        "        /*0040*/   STS.U16 [R10+0x100], R3 ;",
+        "        /*0050*/   STS.U16 [R10+0x200], R2 ;",
+        "        /*0060*/   MEMBAR.ALL.CTA ;",
+        "        /*0070*/   LDG.E.U16.CONSTANT R4, desc[UR4][R8.64+0x300] ;",
+    ])
+    ops = copy_ops(listing)
+    assert [k for k, _, _ in ops] == ["L", "L", "S", "L", "S", "S"]
+    assert ops[0][2] == 2 and max_in_flight(ops) == 2
+    # load 0 at 0, load 1 at 1, store waits to 100 (then 101), load 2 at 101, store 1 at 101 -> 102,
+    # store 2 waits for load 2: 101 + 100 = 201 -> 202
+    assert issue_time(ops, 100.0) == 202.0
+
+
+def test_sass_command_without_cuobjdump_says_what_to_install(monkeypatch, capsys):
+    from kernels.toolchain import sass
+
+    monkeypatch.setattr(sass, "find_cuobjdump", lambda: None)
+    assert sass.main([str(Path("x.cubin"))]) == 2
+    assert "cuobjdump" in capsys.readouterr().err

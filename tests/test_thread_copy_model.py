@@ -1,5 +1,6 @@
-"""Thread copies timed from their instruction stream and register-bound occupancy
-(docs/semantics.md "Thread copies", "Registers")."""
+"""Thread copies timed from their instruction stream, register-bound occupancy, and a read that
+hits a fill still in flight (docs/semantics.md "Thread copies", "Registers", "A hit on a fill in
+flight")."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from protosim.builders import BUILDERS
 from protosim.builders.gemm_cta import SEED
 from protosim.config import GemmConfig
 from protosim.engine.machine import Machine, regs_per_cta, replay
+from protosim.engine.resources import MemorySystem
 from protosim.engine.units.lsu import copy_rounds
 from protosim.ptxas import ELEMENTWISE_ROUNDS, copy_in_flight, with_copy_streams
 from protosim.ir import (
@@ -135,6 +137,29 @@ def test_the_new_fields_survive_json_and_default_fields_stay_out():
     plain = to_json(copy_schedule(copy()))
     assert "regs_per_thread" not in plain
     assert "load_bytes" not in plain["ctas"][0]["roles"][0][0] and "in_flight" not in plain["ctas"][0]["roles"][0][0]
+
+
+# -- a hit on a fill in flight -----------------------------------------------------------
+
+def test_a_hit_on_a_fill_in_flight_waits_for_the_fill():
+    mem = MemorySystem(H200)
+    hit, _ = mem.read(0.0, "A[0]", 4096)
+    assert not hit
+    mem.filling("A[0]", 1000.0)
+    hit, ready = mem.read(10.0, "A[0]", 4096)
+    assert hit and ready == 1000.0
+    hit, ready = mem.read(2000.0, "A[0]", 4096)  # after the fill: an ordinary hit
+    assert hit and ready < 2100.0
+
+
+def test_ctas_reading_one_cold_tile_together_all_wait_for_dram():
+    """Two CTAs on two SMs copy the same cold tile at once: the second read hits L2, but its
+    data is the first one's fill -- it cannot finish before the DRAM latency."""
+    op = copy(4096, load_bytes=2, in_flight=8)
+    r = replay(copy_schedule(op, ctas=2, l2="cold"))
+    ends = sorted(e.t1 for e in r.log.of_kind("access"))
+    assert ends[0] >= 8 * H200.global_load_dram_cycles
+    assert ends[1] >= ends[0] - 1e-9
 
 
 # -- the builders state what the kernels compiled to ----------------------------------------

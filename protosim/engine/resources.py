@@ -12,7 +12,9 @@ SimPy events: only the landing is an event.
 
 The L2 is an LRU of the profile's capacity keyed by global tile id: the first
 touch of a tile comes from DRAM, later touches hit until evicted.  That makes
-the persistent scheduler's ``l2_group_size`` matter, as it does on silicon.
+the persistent scheduler's ``l2_group_size`` matter, as it does on silicon.  A
+touch while the first one's fill from DRAM is still in flight is a hit on that
+miss: its data cannot reach the SM before the fill does (:meth:`MemorySystem.filling`).
 What the L2 holds when the kernel starts is a launch condition
 (``l2_at_launch``): cold, or the inputs just written (:func:`resident_at_launch`).
 
@@ -104,11 +106,14 @@ class MemorySystem:
         self.capacity = arch.l2_bytes
         self._lru: OrderedDict[str, int] = OrderedDict()
         self._used = 0
+        self._in_l2_at: dict[str, float] = {}
+        """Tile -> the cycle its fill from DRAM is in L2 (for the tiles a miss is bringing in)."""
         self.hits = 0
         self.misses = 0
 
     def read(self, now: float, key: str, nbytes: int) -> tuple[bool, float]:
-        """A read of global tile ``key``: (L2 hit?, when its last byte clears the chip)."""
+        """A read of global tile ``key``: (L2 hit?, when its last byte clears the chip -- for a
+        hit on a fill still in flight, no earlier than the fill is in L2)."""
         lru = self._lru
         if key not in lru and self.resident and tensor_of(key) in self.resident:
             self._insert(key, nbytes)  # written just before the launch: in L2 already
@@ -120,19 +125,29 @@ class MemorySystem:
             start = pipe.free_at if pipe.free_at > now else now
             pipe.free_at = start + service
             pipe.busy += service
+            if self._in_l2_at:
+                filled = self._in_l2_at.get(key)
+                if filled is not None and filled > pipe.free_at:
+                    return True, filled
             return True, pipe.free_at
         self.misses += 1
         self._insert(key, nbytes)
         done = self.hbm_pipe.serve(now, nbytes)
         return False, max(done, self.l2_pipe.serve(now, nbytes))
 
+    def filling(self, key: str, in_l2_at: float) -> None:
+        """The miss on ``key`` just read brings its data into L2 at ``in_l2_at``: the reader's
+        landing less the L2-hit latency (from L2 on, its path is a hit's)."""
+        self._in_l2_at[key] = in_l2_at
+
     def _insert(self, key: str, nbytes: int) -> None:
         lru = self._lru
         lru[key] = nbytes
         self._used += nbytes
         while self._used > self.capacity and len(lru) > 1:
-            _, size = lru.popitem(last=False)
+            old, size = lru.popitem(last=False)
             self._used -= size
+            self._in_l2_at.pop(old, None)
 
     def write(self, now: float, nbytes: int) -> float:
         """Writes land in L2 (write-back); HBM traffic for them is not modelled."""

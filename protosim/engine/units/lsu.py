@@ -68,10 +68,13 @@ class LsuUnit(Unit):
         lanes keep only some loads in flight waits ``rounds`` load latencies (:func:`copy_rounds`)."""
         m, arch = self.m, self.arch
         now = m.env.now
-        hit, chip_done = m.memory.read(now, f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}", op.bytes)
+        key = f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}"
+        hit, chip_done = m.memory.read(now, key, op.bytes)
         lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
         lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
         done = max(now + rounds * lat, max(lsu_done, chip_done) + lat) + arch.smem_latency
+        if not hit:
+            m.memory.filling(key, done - arch.smem_latency - m.timing.scale(arch.global_load_l2_cycles))
         return min(now + lat, done), done
 
     def thread_copy(self, w: WarpState, i: int, op: ThreadCopy) -> simpy.Event:

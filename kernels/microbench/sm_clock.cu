@@ -1,0 +1,46 @@
+// The SM clock a kernel runs at: each CTA's thread 0 reads %clock64 (SM cycles, what every
+// cycle count in protosim's profiles is in) and %globaltimer (ns) around a spin of a given
+// number of cycles.  cycles / ns is the clock the kernel ran at; the profiles convert cycles to
+// microseconds at clock_ghz (1.98 on the H200), so a kernel that runs slower than that is
+// predicted too fast by the same factor.  kernels/runner/sm_clock.py runs it, alone and right
+// after tensor-core work.  Build (CPU machine): nvcc -cubin -arch=sm_90a -O3 -o sm_clock.sm_90a.cubin sm_clock.cu
+__device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Thread 0 spins; the other threads exit (a light load).
+extern "C" __global__ void spin(long long cycles, long long *out) {
+    if (threadIdx.x != 0) return;
+    unsigned long long g0 = globaltimer();
+    long long c0 = clock64(), c1 = c0;
+    while (c1 - c0 < cycles) c1 = clock64();
+    unsigned long long g1 = globaltimer();
+    out[2 * blockIdx.x] = c1 - c0;
+    out[2 * blockIdx.x + 1] = (long long)(g1 - g0);
+}
+
+// Every thread runs dependent FMAs until thread 0's spin ends (a heavier load on the SM).
+extern "C" __global__ void spin_fma(long long cycles, long long *out, float *sink) {
+    __shared__ volatile int stop;
+    if (threadIdx.x == 0) stop = 0;
+    __syncthreads();
+    float x = threadIdx.x * 1e-3f, y = 1.0001f;
+    unsigned long long g0 = globaltimer();
+    long long c0 = clock64(), c1 = c0;
+    while (!stop) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) x = fmaf(x, y, 1e-7f);
+        if (threadIdx.x == 0) {
+            c1 = clock64();
+            if (c1 - c0 >= cycles) stop = 1;
+        }
+    }
+    unsigned long long g1 = globaltimer();
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = c1 - c0;
+        out[2 * blockIdx.x + 1] = (long long)(g1 - g0);
+    }
+    if (x == 12345.0f) sink[0] = x;  // keep the FMAs
+}

@@ -1,0 +1,114 @@
+"""The SM clock kernels run at on this GPU (issue 16: the cycles -> microseconds of every prediction).
+
+protosim counts cycles and converts them at the profile's ``clock_ghz`` (1.98 on the H200,
+nvidia-smi's maximum).  If kernels run at a lower clock, every prediction is too fast by the
+ratio, whatever the kernel.  kernels/microbench/sm_clock.cu reads %clock64 and %globaltimer
+around a spin of a given number of cycles in each CTA: cycles / ns is the clock.  Measured:
+
+* ``idle``: the kernels alone, 1 and 132 CTAs, a light spin and one with every thread doing FMAs,
+  10 us to 10 ms;
+* ``after_mma``: the same spins launched right after ~1 s of fp16 ``torch.matmul`` (tensor cores
+  at full power: the state the long GEMM kernels run in), and nvidia-smi's ``clocks.sm``
+  sampled every 50 ms during that matmul burst.
+
+Run on the GPU machine:
+    python -m kernels.runner.sm_clock --cubin B/sm_clock.sm_90a.cubin --out results.jsonl
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import subprocess
+import sys
+import time
+
+from . import timing as T
+from .launch_cost import Driver, run_cubin_bench
+
+SPINS = (20_000, 200_000, 2_000_000, 20_000_000)
+"""Cycles to spin: ~10 us, ~100 us, ~1 ms, ~10 ms at 1.98 GHz."""
+GRIDS = (1, 132)
+
+
+def _spin(torch, drv: Driver, fns: dict, kernel: str, grid: int, cycles: int, out, sink, stream) -> dict:
+    args = [ctypes.c_longlong(cycles), ctypes.c_void_p(out.data_ptr())]
+    if kernel == "spin_fma":
+        args.append(ctypes.c_void_p(sink.data_ptr()))
+    launch = drv.launcher(fns[kernel], grid, 128, 0, stream, args)
+    launch()
+    torch.cuda.synchronize()
+    v = out[: 2 * grid].view(grid, 2).cpu().tolist()
+    ghz = [c / ns for c, ns in v if ns > 0]
+    return {"kernel": kernel, "grid": grid, "cycles": cycles, "ghz_median": round(statistics.median(ghz), 4),
+            "ghz_min": round(min(ghz), 4), "ghz_max": round(max(ghz), 4)}
+
+
+def _burst(torch, seconds: float) -> dict:
+    """fp16 matmuls for ``seconds`` while nvidia-smi samples the SM clock and power."""
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader,nounits",
+                            "-lms", "50"], stdout=subprocess.PIPE, text=True)
+    start, n = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        for _ in range(8):
+            a @ b
+        torch.cuda.synchronize()
+        n += 8
+    elapsed = time.perf_counter() - start
+    smi.terminate()
+    samples = []
+    for line in (smi.communicate(timeout=10)[0] or "").splitlines():
+        try:
+            clk, power, temp = (float(x) for x in line.split(","))
+            samples.append((clk, power, temp))
+        except ValueError:
+            continue
+    tflops = 2 * 8192 ** 3 * n / elapsed / 1e12
+    return {"matmuls": n, "seconds": round(elapsed, 3), "tflops": round(tflops, 1),
+            "smi_sm_mhz": [s[0] for s in samples], "smi_power_w": [s[1] for s in samples], "smi_temp_c": [s[2] for s in samples]}
+
+
+def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fns = {k: drv.function(cubin, k, 0) for k in ("spin", "spin_fma")}
+    out = torch.zeros(2 * max(GRIDS), dtype=torch.int64, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    rows = []
+    for kernel in fns:
+        for grid in GRIDS:
+            for cycles in SPINS:
+                _spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)  # warm
+                row = {"state": "idle", **_spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)}
+                args = [ctypes.c_longlong(cycles), ctypes.c_void_p(out.data_ptr())] + (
+                    [ctypes.c_void_p(sink.data_ptr())] if kernel == "spin_fma" else [])
+                t = T.kernel_time(torch, drv.launcher(fns[kernel], grid, 128, 0, stream, args), reps=reps, warmup=2)
+                row["kernel_ms"] = t
+                row["implied_ghz"] = round(cycles / ((t["median"] * 1e3 - 2.69) * 1e3), 4) if t["median"] * 1e3 > 3 else None
+                rows.append(row)
+                print(f"idle      {kernel:<8} grid {grid:>3} {cycles:>9} cycles: clock64/globaltimer {row['ghz_median']:.3f} GHz "
+                      f"(min {row['ghz_min']:.3f}), kernel {t['median'] * 1e3:9.2f} us", flush=True)
+    for burst in range(3):
+        b = _burst(torch, 1.0)
+        for kernel in fns:
+            for cycles in (200_000, 2_000_000):
+                row = {"state": "after_mma", "burst": burst, **_spin(torch, drv, fns, kernel, 132, cycles, out, sink, stream)}
+                rows.append(row)
+                print(f"after_mma {kernel:<8} grid 132 {cycles:>9} cycles: {row['ghz_median']:.3f} GHz (min {row['ghz_min']:.3f})",
+                      flush=True)
+        rows.append({"state": "during_mma", "burst": burst, **b})
+        mhz = b["smi_sm_mhz"]
+        print(f"during_mma burst {burst}: {b['matmuls']} matmuls 8192^3 in {b['seconds']} s = {b['tflops']} TFLOP/s; nvidia-smi SM clock "
+              f"{min(mhz, default=0):.0f}-{max(mhz, default=0):.0f} MHz (median {statistics.median(mhz) if mhz else 0:.0f}), "
+              f"power up to {max(b['smi_power_w'], default=0):.0f} W", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    return 0 if run_cubin_bench("sm_clock", __doc__, argv, measure, 10, "JSON lines, one per measurement") is not None else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

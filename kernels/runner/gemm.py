@@ -209,6 +209,11 @@ def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: 
     meta = {**meta, **env}
     manifest = json.loads((bundle / "manifest.json").read_text())
     loaded: dict[str, object] = {}
+    probe = None
+    if meta.get("clock_probe"):
+        from .sm_clock import ClockProbe
+
+        probe = ClockProbe(torch, Path(meta["clock_probe"]).read_bytes())
     with out.open("a") as f:
         for job_index, launch in tasks:
             job = manifest[job_index]
@@ -220,6 +225,8 @@ def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: 
             else:
                 l2 = l2_state(job, meta)
                 rec = {"l2_at_launch": l2, **run_launch(torch, fn, job, launch, timeout_cycles, l2, meta.get("timing_reps", T.REPS))}
+                if probe is not None and isinstance(rec.get("kernel_ms"), dict) and "median" in rec["kernel_ms"]:
+                    rec["sm_clock_ghz"] = probe()  # the clock just after the timed repetitions
             full = {"schema": 1, "time": L.utc_now(), **meta, "job": job_index,
                     "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
                     "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
@@ -270,7 +277,8 @@ def parent_main(args) -> int:
     forking = not args.no_fork and L.preload_torch()
     print(f"{len(manifest)} jobs, {total} launches in {len(groups)} process groups (run {run_id}; "
           f"{'children forked from a parent with torch imported' if forking else 'children start fresh interpreters'})", flush=True)
-    meta = {"commit": args.commit, "run": run_id, "timing_reps": args.timing_reps, **({"l2": "flush"} if args.l2 == "flush" else {})}
+    meta = {"commit": args.commit, "run": run_id, "timing_reps": args.timing_reps, **({"l2": "flush"} if args.l2 == "flush" else {}),
+            **({"clock_probe": str(args.clock_probe)} if args.clock_probe else {})}
 
     def start(remaining: list) -> int:
         if forking:
@@ -328,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timing-reps", type=int, default=T.REPS, metavar="N",
                     help=f"kernel-only repetitions after each correct outcome launch (default {T.REPS}; 0: none): "
                          "CUDA events around the launch alone, see kernels/runner/timing.py")
+    ap.add_argument("--clock-probe", type=Path, metavar="CUBIN",
+                    help="sm_clock.sm_90a.cubin (kernels/microbench/sm_clock.cu): after each timed config, measure the SM "
+                         "clock (clock64 / globaltimer on every SM) into the record's sm_clock_ghz")
     ap.add_argument("--no-fork", action="store_true", help="start each child as a fresh interpreter (default: fork from a parent that imported torch)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tasks", help=argparse.SUPPRESS)
@@ -335,6 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not (args.bundle / "manifest.json").exists():
         ap.error(f"{args.bundle}/manifest.json not found: build the bundle first with `python -m kernels.toolchain.build --bundle {args.bundle}`")
+    if args.clock_probe is not None and not args.clock_probe.is_file():
+        ap.error(f"--clock-probe {args.clock_probe}: no such cubin; build it with nvcc -cubin (see kernels/microbench/sm_clock.cu)")
     if args.timing_reps < 0:
         ap.error(f"--timing-reps {args.timing_reps}: give a count of repetitions, 0 for none")
     if args.child:

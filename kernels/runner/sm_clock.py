@@ -44,6 +44,25 @@ def _spin(torch, drv: Driver, fns: dict, kernel: str, grid: int, cycles: int, ou
             "ghz_min": round(min(ghz), 4), "ghz_max": round(max(ghz), 4)}
 
 
+class ClockProbe:
+    """The SM clock right now: the ``spin`` kernel on every SM for ``cycles`` (~50 us), the median
+    CTA's clock64 cycles / globaltimer ns.  The GEMM runner calls it after each timed config
+    (``--clock-probe``), so a record says what clock its kernel-only time was taken at."""
+
+    def __init__(self, torch, cubin: bytes, ctas: int = 132, cycles: int = 100_000):
+        self.torch, self.drv = torch, Driver()
+        self.fn = self.drv.function(cubin, "spin", 0)
+        self.out = torch.zeros(2 * ctas, dtype=torch.int64, device="cuda")
+        self.ctas, self.cycles = ctas, cycles
+
+    def __call__(self) -> float:
+        args = [ctypes.c_longlong(self.cycles), ctypes.c_void_p(self.out.data_ptr())]
+        self.drv.launcher(self.fn, self.ctas, 32, 0, self.torch.cuda.current_stream().cuda_stream, args)()
+        self.torch.cuda.synchronize()
+        v = self.out.view(self.ctas, 2).cpu().tolist()
+        return round(statistics.median(c / ns for c, ns in v if ns > 0), 4)
+
+
 def _burst(torch, seconds: float) -> dict:
     """fp16 matmuls for ``seconds`` while nvidia-smi samples the SM clock and power."""
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.float16)

@@ -47,7 +47,7 @@ def _schedule(step: int, cfg: GemmConfig, arch: ArchProfile, stages: int, tma: b
         barriers=barriers,
         buffers=buffers,
         roles=(RoleDecl(MMA_ROLE, WARPS),),
-        ctas=tuple(CtaProgram(i, (with_copy_streams(tuple(ops)),)) for i, ops in enumerate(ctas)),
+        ctas=tuple(CtaProgram(i, (tuple(ops),)) for i, ops in enumerate(ctas)),
         l2_at_launch=cfg.l2_at_launch,
         config=cfg.to_dict(),
         regs_per_thread=regs_per_thread,
@@ -71,7 +71,7 @@ def _thread_copy_steps(step: int, cfg: GemmConfig, arch: ArchProfile) -> Schedul
             at = _wait_mma(c, done, at, 0, tile, k)
         c.store_direct(tile)
         c.teardown()
-        ctas.append(c.ops)
+        ctas.append(with_copy_streams(tuple(c.ops)))  # each k-tile's A + B copies: one stream (protosim.ptxas)
     # The thread-copy kernels' registers bound their CTAs per SM (3 at BLK_N 128, where shared
     # memory alone would allow 6); the TMA steps state none: shared memory binds them first.
     return _schedule(step, cfg, arch, 1, False, ctas, regs_per_thread=family(arch).copy_regs(cfg))

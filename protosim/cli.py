@@ -370,6 +370,9 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     sw.add_argument("--out", type=Path, metavar="FILE.jsonl",
                     help="also write each row as a JSON line the moment it finishes (a killed sweep keeps its finished rows)")
+    sw.add_argument("--resume", action="store_true",
+                    help="with --out: keep the rows FILE.jsonl already holds for this same sweep (an interrupted run) and "
+                         "judge only the configs it lacks; a row from another sweep is an error, not silently reused")
     sw.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return p
 
@@ -749,25 +752,37 @@ def _cmd_sweep(args) -> int:
 
     items = _sweep_items(args)
     parallel = _parallel(args)
+    if args.resume and not args.out:
+        raise UsageError("--resume continues the sweep whose rows --out FILE.jsonl holds; give --out")
     if args.out:
         _check_out(args.out, "--out")
+    keys = [g.item_key(item) for item in items]
     rows: list = [None] * len(items)
+    if args.resume and args.out.is_file():
+        for index, row in _resumed_rows(args.out, keys).items():
+            rows[index] = row
+    kept = sum(r is not None for r in rows)
+    todo = [i for i, r in enumerate(rows) if r is None]
     out = None
     if args.out:
-        _write(args.out, lambda p: p.write_text(""))  # created (or emptied) now: a full disk is exit 2 before any replay
+        # created, emptied or (--resume) rewritten with the rows kept: a full disk is exit 2 before any replay
+        _write(args.out, lambda p: p.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows if r is not None)))
         out = args.out.open("a", encoding="utf-8")
 
-    def on_result(index: int, row: dict) -> None:
-        rows[index] = {"index": index, **row}
+    def on_result(n: int, row: dict) -> None:
+        index = todo[n]
+        rows[index] = {"index": index, "item": keys[index], **row}
         if out:  # one line per finished row, flushed: a killed sweep leaves every row it finished
             out.write(json.dumps(rows[index], default=str) + "\n")
             out.flush()
 
-    progress = _Progress(f"sweep of {len(items)} configs", args.quiet)
+    label = f"sweep of {len(items)} configs" + (f" ({kept} kept from {args.out})" if kept else "")
+    progress = _Progress(label, args.quiet)
     start, stopped = time.monotonic(), None
     try:
         with _sweep_errors():
-            run_sweep(items, g.judge_item, progress=progress, on_result=on_result, **parallel)
+            if todo:
+                run_sweep([items[i] for i in todo], g.judge_item, progress=progress, on_result=on_result, **parallel)
     except SweepInterrupted as e:
         stopped = e
     finally:
@@ -779,15 +794,46 @@ def _cmd_sweep(args) -> int:
         f"{min(parallel['workers'] or default_workers(), len(items))} local process(es)" if len(items) > 1 and parallel["workers"] != 1 else "1 process")
     status = g.status(rows)
     if args.json:
-        _out(dumps({"configs": len(items), "done": sum(r is not None for r in rows), "interrupted": stopped is not None,
+        _out(dumps({"configs": len(items), "done": sum(r is not None for r in rows), "resumed": kept,
+                    "interrupted": stopped is not None,
                     "status": status, "seconds": round(seconds, 3), "rows": [r for r in rows if r is not None]}))
     else:
         _out(g.render(rows, len(items)) + f" ({seconds:.1f} s on {engine})")
     if stopped is not None:
-        where = f"; the finished rows are in {args.out}" if args.out else ""
+        where = (f"; the finished rows are in {args.out} (the same command with --resume judges the rest)"
+                 if args.out else "")
         print(f"protosim: sweep interrupted: {stopped.missing} of {stopped.total} configs not run{where}", file=sys.stderr)
         return 130
     return status
+
+
+def _resumed_rows(path: Path, keys: list[str]) -> dict[int, dict]:
+    """The rows of an earlier run of this sweep in ``path`` (``--resume``), by index.  A killed
+    sweep may leave its last line half written: that line is dropped.  Any other line that is not
+    a row of this sweep (another scenario, other --set values, another seed) stops the resume."""
+    import json
+
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--resume: cannot read {path}: {e}") from None
+    rows: dict[int, dict] = {}
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            if n == len(lines):
+                break  # the line a killed sweep was writing
+            raise UsageError(f"--resume: {path} line {n} is not a JSON row; it is not a sweep's --out file") from None
+        index = row.get("index") if isinstance(row, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(keys) or row.get("item") != keys[index]:
+            raise UsageError(f"--resume: {path} line {n} is not a row of this sweep (another scenario, --set values, "
+                             f"--runs or --seed, or a file written before --resume existed); use another --out, or drop --resume "
+                             f"to start over")
+        rows[index] = row
+    return rows
 
 
 def _sweep_items(args) -> list:

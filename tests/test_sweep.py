@@ -138,7 +138,38 @@ def test_out_file_has_every_row_as_a_json_line(tmp_path):
     assert sorted(lines, key=lambda r: r["index"]) == json.loads(p.stdout)["rows"]
 
 
+def test_resume_judges_only_the_rows_the_out_file_lacks(tmp_path):
+    """An interrupted sweep's --out file (two finished rows and the half line it was writing):
+    --resume keeps those two, judges the other three, and ends with the rows a full run gives."""
+    sweep = ("sweep", str(SCEN / "v5_ring.toml"), "--set", "K=128..640:128", "--runs", "1", "--json", "--quiet")
+    full_out, part = tmp_path / "full.jsonl", tmp_path / "part.jsonl"
+    full = cli(*sweep, "--out", str(full_out))
+    assert full.returncode == 0, full.stderr
+    lines = full_out.read_text().splitlines()
+    part.write_text(lines[0] + "\n" + lines[1] + "\n" + lines[2][: len(lines[2]) // 2])
+    resumed = cli(*sweep, "--out", str(part), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    d = json.loads(resumed.stdout)
+    assert d["resumed"] == 2 and d["done"] == d["configs"] == 5
+    assert d["rows"] == json.loads(full.stdout)["rows"]
+    kept = [json.loads(x) for x in part.read_text().splitlines()]
+    assert sorted(r["index"] for r in kept) == [0, 1, 2, 3, 4]  # every row once, the half line gone
+    again = cli(*sweep, "--out", str(part), "--resume")  # nothing left to judge
+    assert json.loads(again.stdout)["resumed"] == 5 and again.returncode == 0
+
+
+def test_resume_refuses_rows_of_another_sweep(tmp_path):
+    out = tmp_path / "rows.jsonl"
+    assert cli("sweep", str(SCEN / "v5_ring.toml"), "--set", "K=128,256", "--runs", "1", "--out", str(out),
+               "--quiet").returncode == 0
+    before = out.read_text()
+    p = cli("sweep", str(SCEN / "v5_ring.toml"), "--set", "K=128,256", "--runs", "2", "--out", str(out), "--resume")
+    assert p.returncode == 2 and "not a row of this sweep" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert out.read_text() == before  # refused before touching the file
+
+
 @pytest.mark.parametrize("args, needle", [
+    (["scenarios/v5_ring.toml", "--resume"], "give --out"),
     (["scenarios/v5_ring.toml", "--set", "stages=1..4"], "did you mean PIPE_DEPTH"),
     (["scenarios/v5_ring.toml", "--set", "PIPE_DEPTH=4..1"], "is empty"),
     (["scenarios/v5_ring.toml", "--set", "PIPE_DEPTH=1..x"], "not a range"),

@@ -14,6 +14,7 @@ import dataclasses
 import difflib
 import hashlib
 import itertools
+import json
 import os
 import re
 import tempfile
@@ -51,6 +52,15 @@ class Item:
     max_ops: int
     source: str
     """Where it came from, for the JSON row: the scenario path, or ``strategy:NAME``."""
+
+
+def item_key(item: Item) -> str:
+    """What a sweep's row says it judged: a digest of everything that decides the row (the
+    scenario text, its --set pairs, runs, seed, stall bound, op limit).  ``--resume`` keeps a
+    row of an earlier run only where the key of its index is this sweep's."""
+    text = json.dumps([item.name, item.text, [list(p) for p in item.overrides], item.runs, item.seed, item.max_stall,
+                       item.max_ops], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------- ranges

@@ -290,6 +290,11 @@ class ThreadCopy(Op):
     in_flight: int = 0
     """Loads a lane keeps outstanding (its memory-level parallelism); 0 = all of them."""
 
+    @property
+    def loads_per_lane(self) -> float:
+        """``ld.global`` instructions each of the warp's 32 lanes executes for ``bytes``."""
+        return self.bytes / (32 * self.load_bytes)
+
     def accesses(self) -> tuple[Access, ...]:
         return (self.dst,)
 

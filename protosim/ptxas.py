@@ -27,7 +27,6 @@ ELEMENTWISE_ROUNDS = 8
 """Load latencies one k-tile's element-wise copy stream waits (SASS of nine builds: 7.1-10.1)."""
 VECTOR_BYTES = 16
 """Loads this wide (128-bit) were all issued before the first store in every build read."""
-LANES = 32
 
 
 def copy_in_flight(loads: int, load_bytes: int) -> int:
@@ -51,7 +50,7 @@ def with_copy_streams(ops: tuple[Op, ...]) -> tuple[Op, ...]:
         j = i
         while j < len(out) and isinstance(out[j], ThreadCopy) and out[j].load_bytes == op.load_bytes:
             j += 1
-        loads = sum(c.bytes // (LANES * c.load_bytes) for c in out[i:j])
+        loads = sum(int(c.loads_per_lane) for c in out[i:j])
         window = copy_in_flight(loads, op.load_bytes)
         for n in range(i, j):
             if not out[n].in_flight:

@@ -101,11 +101,13 @@ def provenance(torch, commit: str) -> dict:
     return env
 
 
-def run_cubin_bench(kind: str, doc: str, argv: list[str] | None, measure, reps: int, out_help: str) -> list[dict] | None:
+def run_cubin_bench(kind: str, doc: str, argv: list[str] | None, measure, reps: int, out_help: str,
+                    epilog: str | None = None) -> list[dict] | None:
     """The command line every cubin microbenchmark shares: ``--cubin``, ``--out``, ``--reps``,
     ``--commit``; ``measure(torch, cubin, reps)`` -> rows, appended to ``--out`` as JSON lines of
-    ``kind`` with the run's provenance.  None (after one line on stderr) when it cannot run."""
-    ap = argparse.ArgumentParser(prog=f"python -m kernels.runner.{kind}", description=doc.split("\n\n")[0])
+    ``kind`` with the run's provenance.  None (after one line on stderr) when it cannot run.
+    ``epilog``: the benchmark's own options, for ``--help`` (the caller parses them)."""
+    ap = argparse.ArgumentParser(prog=f"python -m kernels.runner.{kind}", description=doc.split("\n\n")[0], epilog=epilog)
     ap.add_argument("--cubin", type=Path, required=True, help=f"{kind}.sm_90a.cubin (nvcc -cubin, see kernels/microbench/{kind}.cu)")
     ap.add_argument("--out", type=Path, required=True, help=out_help)
     ap.add_argument("--reps", type=int, default=reps)

@@ -31,15 +31,21 @@ SPINS = (20_000, 200_000, 2_000_000, 20_000_000)
 GRIDS = (1, 132)
 
 
-def _spin(torch, drv: Driver, fns: dict, kernel: str, grid: int, cycles: int, out, sink, stream) -> dict:
+def _spin_args(kernel: str, cycles: int, out, sink) -> list:
+    """The kernel's arguments: cycles to spin, the (cycles, ns) pairs out, and spin_fma's sink."""
     args = [ctypes.c_longlong(cycles), ctypes.c_void_p(out.data_ptr())]
-    if kernel == "spin_fma":
-        args.append(ctypes.c_void_p(sink.data_ptr()))
-    launch = drv.launcher(fns[kernel], grid, 128, 0, stream, args)
-    launch()
+    return args + [ctypes.c_void_p(sink.data_ptr())] if kernel == "spin_fma" else args
+
+
+def _clocks(torch, out, grid: int) -> list[float]:
+    """Each CTA's clock64 cycles / globaltimer ns, after the launch finished."""
     torch.cuda.synchronize()
-    v = out[: 2 * grid].view(grid, 2).cpu().tolist()
-    ghz = [c / ns for c, ns in v if ns > 0]
+    return [c / ns for c, ns in out[: 2 * grid].view(grid, 2).cpu().tolist() if ns > 0]
+
+
+def _spin(torch, drv: Driver, fns: dict, kernel: str, grid: int, cycles: int, out, sink, stream) -> dict:
+    drv.launcher(fns[kernel], grid, 128, 0, stream, _spin_args(kernel, cycles, out, sink))()
+    ghz = _clocks(torch, out, grid)
     return {"kernel": kernel, "grid": grid, "cycles": cycles, "ghz_median": round(statistics.median(ghz), 4),
             "ghz_min": round(min(ghz), 4), "ghz_max": round(max(ghz), 4)}
 
@@ -56,11 +62,9 @@ class ClockProbe:
         self.ctas, self.cycles = ctas, cycles
 
     def __call__(self) -> float:
-        args = [ctypes.c_longlong(self.cycles), ctypes.c_void_p(self.out.data_ptr())]
+        args = _spin_args("spin", self.cycles, self.out, None)
         self.drv.launcher(self.fn, self.ctas, 32, 0, self.torch.cuda.current_stream().cuda_stream, args)()
-        self.torch.cuda.synchronize()
-        v = self.out.view(self.ctas, 2).cpu().tolist()
-        return round(statistics.median(c / ns for c, ns in v if ns > 0), 4)
+        return round(statistics.median(_clocks(self.torch, self.out, self.ctas)), 4)
 
 
 def _burst(torch, seconds: float) -> dict:
@@ -101,8 +105,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
             for cycles in SPINS:
                 _spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)  # warm
                 row = {"state": "idle", **_spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)}
-                args = [ctypes.c_longlong(cycles), ctypes.c_void_p(out.data_ptr())] + (
-                    [ctypes.c_void_p(sink.data_ptr())] if kernel == "spin_fma" else [])
+                args = _spin_args(kernel, cycles, out, sink)
                 t = T.kernel_time(torch, drv.launcher(fns[kernel], grid, 128, 0, stream, args), reps=reps, warmup=2)
                 row["kernel_ms"] = t
                 row["implied_ghz"] = round(cycles / ((t["median"] * 1e3 - 2.69) * 1e3), 4) if t["median"] * 1e3 > 3 else None

@@ -15,6 +15,7 @@ fastest) over 2048 x 2048 inputs in L2, 1-6 CTAs per SM (:func:`measure_mfast`).
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import statistics
 import sys
@@ -26,6 +27,19 @@ K = 4096
 GRIDS = (1, 8, 132, 264, 792, 1024)
 """One CTA alone; one per SM on 8 and on every SM; 2, 6 and ~7.8 per SM (v3 at 4096^2 is 1024)."""
 GN = 32  # tiles per row of the grid: A rows up to 32 * 128 = 4096, B rows up to 32 * BN
+
+
+def _timed_copy(torch, drv: Driver, fn, a, b, bn: int, tiles_fast: int, grid: int, smem: int, stream, reps: int) -> dict:
+    """One launch configuration: kernel-only time and each CTA's clock64 cycles per k-iteration
+    (``tiles_fast``: the tiles along the grid's fastest dimension, the kernel's ``gn`` / ``gm``)."""
+    cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
+    args = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()), ctypes.c_int(K), ctypes.c_int(tiles_fast),
+            ctypes.c_void_p(cycles.data_ptr())]
+    t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, args), reps=reps, warmup=2)
+    per_k = [c / (K // 64) for c in cycles.cpu().tolist()]
+    return {"grid": grid, "threads": 128, "smem": smem, "k_iterations": K // 64, "loads_per_thread_per_k": 64 + bn // 2,
+            "cycles_per_k_median": round(statistics.median(per_k), 1), "cycles_per_k_max": round(max(per_k), 1),
+            "kernel_ms": t}
 
 
 def measure(torch, cubin: bytes, reps: int) -> list[dict]:
@@ -41,14 +55,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
             # left the first tiles' rows in DRAM: the first run of this benchmark timed that.
             a = torch.randn(128 * -(-grid // GN), K, device="cuda", dtype=torch.float16)
             b = torch.randn(bn * min(grid, GN), K, device="cuda", dtype=torch.float16)
-            cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
-            args = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()), ctypes.c_int(K), ctypes.c_int(GN),
-                    ctypes.c_void_p(cycles.data_ptr())]
-            t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, args), reps=reps, warmup=2)
-            per_k = [c / (K // 64) for c in cycles.cpu().tolist()]
-            row = {"bn": bn, "grid": grid, "threads": 128, "smem": smem, "k_iterations": K // 64,
-                   "loads_per_thread_per_k": 64 + bn // 2, "cycles_per_k_median": round(statistics.median(per_k), 1),
-                   "cycles_per_k_max": round(max(per_k), 1), "kernel_ms": t}
+            row = {"bn": bn, **_timed_copy(torch, drv, fn, a, b, bn, GN, grid, smem, stream, reps)}
             rows.append(row)
             print(f"BN {bn:>3} grid {grid:>4}: {row['cycles_per_k_median']:8.1f} cycles/k-iteration (max {row['cycles_per_k_max']:8.1f}),"
                   f" kernel {t['median'] * 1e3:9.2f} us", flush=True)
@@ -78,16 +85,8 @@ def measure_mfast(torch, cubin: bytes, reps: int) -> list[dict]:
             grid = min(tiles, 132 * c)
             a.add_(0)
             b.add_(0)  # rewrite both inputs just before: L2 holds them (32 MB of 50)
-            cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
-            args = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr()), ctypes.c_int(K), ctypes.c_int(gm),
-                    ctypes.c_void_p(cycles.data_ptr())]
-            t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, args), reps=reps, warmup=2)
-            per_k = [x / (K // 64) for x in cycles.cpu().tolist()]
-            row = {"raster": "m", "bn": bn, "grid": grid, "ctas_per_sm": grid / 132, "threads": 128, "smem": smem,
-                   "k_iterations": K // 64, "loads_per_thread_per_k": 64 + bn // 2,
-                   "bytes_per_cta_per_k": (128 + bn) * 64 * 2,
-                   "cycles_per_k_median": round(statistics.median(per_k), 1), "cycles_per_k_max": round(max(per_k), 1),
-                   "kernel_ms": t}
+            row = {"raster": "m", "bn": bn, "ctas_per_sm": grid / 132, "bytes_per_cta_per_k": (128 + bn) * 64 * 2,
+                   **_timed_copy(torch, drv, fn, a, b, bn, gm, grid, smem, stream, reps)}
             rows.append(row)
             print(f"m-fast BN {bn:>3} grid {grid:>4} ({grid / 132:.1f}/SM): {row['cycles_per_k_median']:8.1f} cycles/k "
                   f"(max {row['cycles_per_k_max']:8.1f}), kernel {t['median'] * 1e3:9.2f} us", flush=True)
@@ -95,14 +94,15 @@ def measure_mfast(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # --raster m: the co-residency sweep in the v3 kernel's raster (measure_mfast); default, the grid sweep
-    mfast = "--raster" in argv and argv[argv.index("--raster") + 1:argv.index("--raster") + 2] == ["m"]
-    if "--raster" in argv:
-        i = argv.index("--raster")
-        del argv[i:i + 2]
-    fn = measure_mfast if mfast else measure
-    return 0 if run_cubin_bench("thread_copy", __doc__, argv, fn, 10, "JSON lines, one per (BN, grid)") is not None else 2
+    # --raster m: the co-residency sweep in the v3 kernel's raster (measure_mfast); n (default): the grid sweep
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--raster", choices=("n", "m"), default="n")
+    known, rest = pre.parse_known_args(argv)
+    fn = measure_mfast if known.raster == "m" else measure
+    argv = rest
+    return 0 if run_cubin_bench("thread_copy", __doc__, argv, fn, 10, "JSON lines, one per (BN, grid)",
+                                epilog="--raster {n,m}: n (default) the grid sweep, n fastest; m the co-residency sweep in "
+                                       "the v3 kernel's raster (m fastest, 2048 x 2048 inputs in L2, 1-6 CTAs per SM)") is not None else 2
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,8 +31,7 @@ def copy_rounds(op: ThreadCopy) -> float:
     load is still out.  With ``in_flight = 0`` every load is out at once (one latency)."""
     if not op.in_flight:
         return 1.0
-    loads = op.bytes / (32 * op.load_bytes)
-    return max(1.0, loads / op.in_flight)
+    return max(1.0, op.loads_per_lane / op.in_flight)
 
 
 class LsuUnit(Unit):

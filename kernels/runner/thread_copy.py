@@ -58,7 +58,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
             row = {"bn": bn, **_timed_copy(torch, drv, fn, a, b, bn, GN, grid, smem, stream, reps)}
             rows.append(row)
             print(f"BN {bn:>3} grid {grid:>4}: {row['cycles_per_k_median']:8.1f} cycles/k-iteration (max {row['cycles_per_k_max']:8.1f}),"
-                  f" kernel {t['median'] * 1e3:9.2f} us", flush=True)
+                  f" kernel {row['kernel_ms']['median'] * 1e3:9.2f} us", flush=True)
     return rows
 
 
@@ -89,7 +89,7 @@ def measure_mfast(torch, cubin: bytes, reps: int) -> list[dict]:
                    **_timed_copy(torch, drv, fn, a, b, bn, gm, grid, smem, stream, reps)}
             rows.append(row)
             print(f"m-fast BN {bn:>3} grid {grid:>4} ({grid / 132:.1f}/SM): {row['cycles_per_k_median']:8.1f} cycles/k "
-                  f"(max {row['cycles_per_k_max']:8.1f}), kernel {t['median'] * 1e3:9.2f} us", flush=True)
+                  f"(max {row['cycles_per_k_max']:8.1f}), kernel {row['kernel_ms']['median'] * 1e3:9.2f} us", flush=True)
     return rows
 
 

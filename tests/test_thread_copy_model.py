@@ -246,6 +246,27 @@ def test_sass_reader_on_a_listing():
     assert issue_time(ops, 100.0) == 202.0
 
 
+def test_sass_reader_keeps_a_barrier_before_the_first_store_inside_the_stream():
+    """Triton's shape (sm_90, num_stages=1): two vector loads, the barrier that guards the buffer
+    others still read, then the stores -- one stream, ended by the fence after the stores; and a
+    stream whose loads have no store yet is not over before they return."""
+    from kernels.toolchain.sass import copy_ops, issue_time
+
+    listing = "\n".join([
+        "        /*0500*/  @!P0 LDG.E.128 R12, desc[UR14][R20.64] ;",
+        "        /*0510*/  @!P0 LDG.E.128 R8, desc[UR14][R6.64] ;",
+        "        /*0520*/  BAR.SYNC.DEFER_BLOCKING 0x0 ;",
+        "        /*0550*/  STS.128 [R4+UR8+0x800], R12 ;",
+        "        /*0560*/  STS.128 [R4+UR8], R8 ;",
+        "        /*0570*/  MEMBAR.ALL.CTA ;",
+        "        /*0580*/  STS.128 [R4+UR8+0x100], R30 ;",
+    ])
+    ops = copy_ops(listing)
+    assert [k for k, _, _ in ops] == ["L", "L", "S", "S"] and ops[0][2] == 16
+    assert issue_time(ops, 100.0) == 102.0  # load 0 at 0 returns at 100, its store at 100, the next at 101
+    assert issue_time(ops[:2], 100.0) == 101.0  # the loads alone: the last returns at 101
+
+
 def test_sass_command_without_cuobjdump_says_what_to_install(monkeypatch, capsys):
     from kernels.toolchain import sass
 

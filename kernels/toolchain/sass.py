@@ -72,8 +72,11 @@ class CopyStream:
 
 def copy_ops(sass: str) -> list[tuple[str, str, int]]:
     """(``L`` or ``S``, register, bytes) of the first copy stream: the loads and shared stores
-    from the first global load up to the fence or barrier after it."""
+    from the first global load up to the fence or barrier after its first store.  A barrier
+    between the loads and their stores (Triton's, before it overwrites a buffer others read)
+    is inside the stream: the loads stay in flight across it."""
     ops: list[tuple[str, str, int]] = []
+    stored = False
     for line in sass.splitlines():
         m = LOAD.search(line)
         if m:
@@ -86,13 +89,15 @@ def copy_ops(sass: str) -> list[tuple[str, str, int]]:
         m = STORE.search(line)
         if m:
             ops.append(("S", m.group(1), 0))
-        elif END.search(line):
+            stored = True
+        elif stored and END.search(line):
             break
     return ops
 
 
 def issue_time(ops: list[tuple[str, str, int]], latency: float, issue: float = 1.0) -> float:
-    """Cycles the stream takes issued in order: a store waits for its register's load."""
+    """Cycles the stream takes issued in order: a store waits for its register's load, and the
+    copy is not over before the last load has returned."""
     t = 0.0
     ready: dict[str, float] = {}
     for kind, reg, _ in ops:
@@ -101,7 +106,7 @@ def issue_time(ops: list[tuple[str, str, int]], latency: float, issue: float = 1
         else:
             t = max(t, ready.get(reg, 0.0))
         t += issue
-    return t
+    return max([t, *ready.values()])
 
 
 def max_in_flight(ops: list[tuple[str, str, int]]) -> int:
@@ -127,7 +132,8 @@ def analyse(cubin: Path, latency: float = 425.0, tool: str | None = None) -> Cop
     ops = copy_ops(sass)
     loads = [op for op in ops if op[0] == "L"]
     if not loads:
-        raise ValueError(f"{cubin}: no global load before the first barrier: no thread copy to read")
+        why = " (it copies with cp.async, LDGSTS: an asynchronous copy, not a thread copy)" if "LDGSTS" in sass else ""
+        raise ValueError(f"{cubin}: no global load stored to shared memory: no thread copy to read{why}")
     return CopyStream(loads=len(loads), load_bytes=loads[0][2], max_in_flight=max_in_flight(ops),
                       rounds=issue_time(ops, latency) / latency, latency=latency, regs_per_thread=registers(cubin, tool))
 

@@ -1,0 +1,83 @@
+// TMA loads alone, as the seed's TMA steps issue them: per k-iteration one A chunk and one B
+// chunk of `chunk` bytes each into a ring of `depth` stages, one mbarrier per stage with
+// arrive.expect_tx, the stage refilled as soon as its wait returns -- no MMA, so what is left
+// is the copy engine, L2 and HBM.  One thread issues (thread 0 of a one-warp CTA); co-residency
+// is set by the host through the dynamic shared memory it asks for.
+//
+// CTA b computes "tile" (m, n) = (b % gm, b / gm), as the GEMM's raster does (m fastest): its A
+// chunks are shared with every CTA of the same m, its B chunks with every CTA of the same n.
+// A chunk (m, k) is at ((m * kt + k) % a_chunks) * chunk in A; B likewise.
+//
+// Uses cp.async.bulk (the 1-D bulk copy; the same TMA engine as cp.async.bulk.tensor, without a
+// tensor map, so the benchmark needs no driver call beyond a launch).
+// kernels/runner/tma_stream.py runs it.  Build (CPU machine):
+//   nvcc -cubin -arch=sm_90a -O3 -o tma_stream.sm_90a.cubin tma_stream.cu
+#include <cstdint>
+
+constexpr int MAX_DEPTH = 8;
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void bulk_load(uint32_t dst, const char *src, int bytes, uint32_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void expect_tx(uint32_t bar, int bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+        "@!p bra WAIT_%=;\n"
+        "}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+// cycles[b]: clock64 from the first issue to the last wait's return, CTA b; issue[b]: the
+// cycles thread 0 spent issuing (arrive.expect_tx and the bulk copies, each k-iteration's
+// issue bracketed by two clock64 reads) -- the issue path the thread pays before it moves on.
+// span[2b], span[2b+1]: %globaltimer (ns, chip-wide) at CTA b's first instruction and after its
+// last wait -- with the kernel-only time, how much of a kernel lies outside every CTA.
+extern "C" __global__ void __launch_bounds__(32) tma_stream(const char *__restrict__ A, const char *__restrict__ B,
+                                                            int chunk, int kt, int gm, int depth, int a_chunks,
+                                                            int b_chunks, long long *cycles, long long *issue,
+                                                            unsigned long long *span) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ __align__(8) uint64_t full[MAX_DEPTH];
+    unsigned long long g0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+    if (threadIdx.x != 0) return;
+    const int m = blockIdx.x % gm, n = blockIdx.x / gm;
+    const int per_k = B ? 2 * chunk : chunk;
+    for (int s = 0; s < depth; ++s)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&full[s])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    long long t0 = clock64(), issuing = 0;
+    auto issue_k = [&](int k) {
+        const long long ti = clock64();
+        const int s = k % depth;
+        const uint32_t bar = smem_addr(&full[s]);
+        const uint32_t dst = smem_addr(smem + (size_t)s * per_k);
+        expect_tx(bar, per_k);
+        bulk_load(dst, A + (size_t)(((long long)m * kt + k) % a_chunks) * chunk, chunk, bar);
+        if (B) bulk_load(dst + chunk, B + (size_t)(((long long)n * kt + k) % b_chunks) * chunk, chunk, bar);
+        issuing += clock64() - ti;
+    };
+    for (int k = 0; k < depth && k < kt; ++k) issue_k(k);
+    for (int k = 0; k < kt; ++k) {
+        wait_parity(smem_addr(&full[k % depth]), (k / depth) & 1);
+        if (k + depth < kt) issue_k(k + depth);
+    }
+    cycles[blockIdx.x] = clock64() - t0;
+    issue[blockIdx.x] = issuing;
+    unsigned long long g1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    span[2 * blockIdx.x] = g0;
+    span[2 * blockIdx.x + 1] = g1;
+}

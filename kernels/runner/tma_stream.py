@@ -39,9 +39,14 @@ CHUNK = 16384
 """A 128 x 64 fp16 tile: what the TMA steps load per operand per k-iteration."""
 
 
+SMEM_ALONE = 200 * 1024
+"""One CTA per SM: more than half an SM's shared memory (the driver refuses the full 227 KiB
+opt-in for this kernel: CUDA_ERROR_INVALID_VALUE on the first run)."""
+
+
 def smem_for(per_sm: int) -> int:
     """Dynamic shared memory that lets exactly ``per_sm`` CTAs share an SM."""
-    return SMEM_PER_SM // per_sm - SMEM_RESERVED - STATIC_SMEM
+    return SMEM_ALONE if per_sm == 1 else SMEM_PER_SM // per_sm - SMEM_RESERVED - STATIC_SMEM
 
 
 class Stream:

@@ -301,13 +301,19 @@ class ThreadCopy(Op):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SmemStore(Op):
-    """Registers -> shared memory (``st.shared``) by each executing warp."""
+    """Registers -> shared memory (``st.shared``) by each executing warp.
+
+    ``bank_ways``: how many times over the store's instructions hit their busiest bank (an
+    n-way bank conflict replays each instruction n times); 1 = conflict-free.  It follows from
+    the lanes' addresses (:func:`protosim.ptxas.bank_ways`); the timing rule is
+    docs/semantics.md "Shared-memory bank conflicts"."""
 
     kind: ClassVar[str] = "smem_store"
     unit: ClassVar[str] = "lsu"
     per_warp: ClassVar[bool] = True
     bytes: int
     dst: Access
+    bank_ways: int = 1
 
     def accesses(self) -> tuple[Access, ...]:
         return (self.dst,)
@@ -708,6 +714,8 @@ _DATACLASSES.save()  # the last dataclass of the module is above
 
 L2_AT_LAUNCH = ("cold", "inputs")
 LOAD_WIDTHS = (1, 2, 4, 8, 16)
+MAX_BANK_WAYS = 32
+"""A store's bank conflict is at most 32-way: shared memory has 32 banks, a warp 32 lanes."""
 """Bytes per lane of one ``ld.global`` (.u8 .. .v4.u32; PTX ISA ld)."""
 MAX_REGS_PER_THREAD = 255
 """The most registers ptxas gives a thread (CUDA Programming Guide, compute capabilities table)."""
@@ -755,6 +763,9 @@ def validate(s: Schedule) -> None:
                     raise ScheduleError(f"{where}: barrier {name!r} is not declared; add a BarrierDecl")
                 if isinstance(op, Wait) and op.parity not in (0, 1):
                     raise ScheduleError(f"{where}: parity {op.parity}; a parity is 0 or 1")
+                if isinstance(op, SmemStore) and op.bank_ways > MAX_BANK_WAYS:
+                    raise ScheduleError(f"{where}: bank_ways = {op.bank_ways}; 32 lanes conflict at most "
+                                        f"{MAX_BANK_WAYS} ways (every lane on one bank)")
                 if isinstance(op, ThreadCopy) and op.load_bytes not in LOAD_WIDTHS:
                     raise ScheduleError(f"{where}: load_bytes = {op.load_bytes}; an ld.global moves "
                                         f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")
@@ -879,7 +890,7 @@ NONNEGATIVE = frozenset({"cycles", "barrier_id", "count", "n", "in_flight"})
 mistake in the input, refused before the replay.  Values PTX can express but leaves undefined
 (an arrive count or init count of 0, an expect_tx past 2^20-1) reach the model and come back
 as findings."""
-POSITIVE = frozenset({"bytes", "columns", "m", "k_elems", "threads", "load_bytes"})
+POSITIVE = frozenset({"bytes", "columns", "m", "k_elems", "threads", "load_bytes", "bank_ways"})
 """Sizes of a transfer, an allocation, an MMA shape or a barrier's thread count: zero is no
 instruction at all.  (``n`` is also a wait_group depth, where 0 is the usual value.)"""
 TX_BYTES = ("expect_tx", "arrive_expect_tx")

@@ -1,4 +1,4 @@
-"""What ptxas makes of a thread copy loop: how many of its loads a lane keeps in flight.
+"""What compiled code makes of a copy: a thread copy's loads in flight, a store's bank conflicts.
 
 A thread copy's time is set by its instruction stream (docs/semantics.md "Thread copies"):
 ``ThreadCopy.in_flight`` loads outstanding per lane, one load latency per round.  That number
@@ -15,6 +15,12 @@ v2/v3 kernels (ptxas 13.0; results/silicon/microbench/2026-12-01_thread_copy_sas
 Both frontends and the builders state ``in_flight`` through :func:`with_copy_streams`, so the
 rule lives here once.  Loads of 4 or 8 bytes were not observed; they take the element-wise rule.
 ``python -m kernels.toolchain.sass`` measures a compiled kernel's own numbers.
+
+A shared-memory store's bank conflict follows from its lanes' addresses (:func:`bank_ways`).
+The Hopper epilogue writes each thread's wgmma accumulator fragment into a row-major D tile
+(:func:`fragment_store_ways`): on the H200 that store takes 8x the conflict-free time at BLK_N 64
+and 128, 4x at 32, 2x at 16, exactly as counted here
+(results/silicon/microbench/2026-12-01_h200_smem_store.md).
 """
 
 from __future__ import annotations
@@ -27,6 +33,32 @@ ELEMENTWISE_ROUNDS = 8
 """Load latencies one k-tile's element-wise copy stream waits (SASS of nine builds: 7.1-10.1)."""
 VECTOR_BYTES = 16
 """Loads this wide (128-bit) were all issued before the first store in every build read."""
+
+
+BANKS = 32
+"""Shared memory has 32 banks of 4 bytes (CUDA guide, compute capability 9.0 and 10.0)."""
+
+
+def bank_ways(addresses: list[int], width: int = 4) -> int:
+    """How many times over one warp's ``st.shared`` of ``width`` bytes per lane (lane byte
+    addresses ``addresses``) hits its busiest bank, relative to a conflict-free store of the
+    same width: distinct 4-byte words per bank, over the words per bank of a store that spreads
+    evenly (``32 * width / 128``).  Two lanes on one word are one access (a broadcast)."""
+    words: dict[int, set[int]] = {}
+    for a in addresses:
+        for w in range(a // 4, (a + width) // 4):
+            words.setdefault(w % BANKS, set()).add(w)
+    busiest = max(len(ws) for ws in words.values())
+    even = max(1, len(addresses) * width // (4 * BANKS))
+    return max(1, -(-busiest // even))
+
+
+def fragment_store_ways(row_bytes: int) -> int:
+    """The bank conflict of storing a wgmma accumulator fragment (m64nNk16, fp16 pairs: lane l
+    holds rows l/4 and l/4 + 8, columns (l % 4) * 2 + 8j) into a row-major tile whose rows are
+    ``row_bytes`` apart -- what TVM lowers the Hopper kernels' epilogue to (one 32-bit store per
+    pair)."""
+    return bank_ways([(lane // 4) * row_bytes + (lane % 4) * 4 for lane in range(32)], 4)
 
 
 def copy_in_flight(loads: int, load_bytes: int) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protosim import ptxas
 from protosim.arch import ArchProfile
 from protosim.config import ACC_BYTES, F16_BYTES, GemmConfig
 from protosim.ir import (
@@ -109,6 +110,20 @@ class KernelFamily:
     at 128 -- the same 3 CTAs per SM); the seed accumulates in TMEM and its epilogue's
     ``tcgen05.ld`` holds BLK_N registers, 136 at BLK_N 128 (one build: BLK_N + 8)."""
 
+    epilogue_store: str
+    """How the TMA steps' epilogue writes the accumulator into the D tile (the lowered CUDA of
+    each family): ``fragment_rows`` -- Hopper: each thread's wgmma fragment, one 32-bit store per
+    fp16 pair, into row-major rows (bank-conflicted: :func:`protosim.ptxas.fragment_store_ways`);
+    ``swizzled_rows`` -- the seed: each thread one row (``tcgen05.ld`` 32x32b), 16-byte stores
+    into the 128B-swizzled tile (conflict-free)."""
+
+    def epilogue_store_ways(self, cfg: GemmConfig) -> int:
+        """The bank conflict of the epilogue's shared-memory store (:mod:`protosim.ptxas`)."""
+        if self.epilogue_store == "fragment_rows":
+            return ptxas.fragment_store_ways(cfg.BLK_N * F16_BYTES)
+        # lane l writes 16 bytes of row l (128-byte rows), chunk index XOR (l % 8)
+        return ptxas.bank_ways([lane * 128 + (lane % 8) * 16 for lane in range(32)], 16)
+
     def copy_regs(self, cfg: GemmConfig) -> int:
         """Registers per thread of the v1-v3 kernel for ``cfg``: the accumulator's fp32 registers
         (in registers on Hopper, TMEM columns read back on the seed) plus the family's extra."""
@@ -117,10 +132,10 @@ class KernelFamily:
 
 SEED = KernelFamily("seed_sm100", init_every_stage=False, prologue_fences=("proxy_async", "mbarrier_init"),
                     copy_sync=CTA, store_entry_sync=CTA, store_sync=10, tile_end_sync=CTA, tcgen05_fences=True,
-                    clamp_grid=False, copy_load_bytes=16, copy_regs_extra=8)
+                    clamp_grid=False, copy_load_bytes=16, copy_regs_extra=8, epilogue_store="swizzled_rows")
 HOPPER = KernelFamily("hopper", init_every_stage=True, prologue_fences=("mbarrier_init",),
                       copy_sync=2, store_entry_sync=1, store_sync=1, tile_end_sync=2, tcgen05_fences=False,
-                      clamp_grid=True, copy_load_bytes=2, copy_regs_extra=32)
+                      clamp_grid=True, copy_load_bytes=2, copy_regs_extra=32, epilogue_store="fragment_rows")
 
 
 def family(arch: ArchProfile) -> KernelFamily:
@@ -271,7 +286,8 @@ class GemmCta:
         self.accumulator_to_registers(tile)
         self.ops += [
             self.sync(fam.store_entry_sync),
-            SmemStore(bytes=32 * cfg.BLK_N * F16_BYTES, dst=Access("D", 0, d_content(tile), WARP_PART), tile=tile),
+            SmemStore(bytes=32 * cfg.BLK_N * F16_BYTES, dst=Access("D", 0, d_content(tile), WARP_PART), tile=tile,
+                      bank_ways=fam.epilogue_store_ways(cfg)),
             Fence(fence="proxy_async"),
             self.sync(fam.store_sync),
             TmaStore(bytes=cfg.BLK_M * cfg.BLK_N * F16_BYTES, src=Access("D", 0, d_content(tile)), issuer="one", tile=tile),

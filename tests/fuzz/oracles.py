@@ -349,6 +349,8 @@ _POS, _NONNEG, _INT, _PARITY, _STR, _BOOL, _ACCESS, _ACCESSES, _BARRIER, _INT_OP
     "pos", "nonneg", "int", "parity", "str", "bool", "access", "accesses", "barrier", "int?", "tile", "issuer")
 _WIDTH = "width"
 """Bytes one lane moves per ld.global: 1, 2, 4, 8 or 16 (PTX ld's .u8 .. .v4.u32)."""
+_WAYS = "ways"
+"""An n-way shared-memory bank conflict: 1 (none) to 32 (every lane on one bank)."""
 _COMMON = {"issuer": (_ISSUER, False), "tile": (_TILE, False), "k": (_INT_OPT, False), "label": (_STR, False)}
 _MMA = {"m": (_POS, True), "n": (_POS, True), "k_elems": (_POS, True), "reads": (_ACCESSES, False),
         "writes": (_ACCESSES, False), "accumulate": (_BOOL, False)}
@@ -367,7 +369,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "bulk_wait": {"n": (_NONNEG, False), "read": (_BOOL, False)},
     "thread_copy": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False), "load_bytes": (_WIDTH, False),
                     "in_flight": (_NONNEG, False)},
-    "smem_store": {"bytes": (_POS, True), "dst": (_ACCESS, True)},
+    "smem_store": {"bytes": (_POS, True), "dst": (_ACCESS, True), "bank_ways": (_WAYS, False)},
     "global_store": {"bytes": (_POS, True)},
     "cp_async": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False)},
     "cp_async_commit": {},
@@ -447,6 +449,13 @@ class _Sched:
                 j.refuse("sched.type", f"{where} = {_short(v)} is not an integer")
             elif v not in (1, 2, 4, 8, 16):
                 j.refuse("sched.range", f"{where} = {v} is no load width")
+        elif typ == _WAYS:
+            if not is_int(v):
+                j.refuse("sched.type", f"{where} = {_short(v)} is not an integer")
+            elif v < 1:
+                j.refuse("sched.size", f"{where} = {v} must be positive")
+            elif v > 32:
+                j.refuse("sched.range", f"{where} = {v} is more than 32-way")
         elif typ == _INT_OPT:
             if v is not None and not is_int(v):
                 j.refuse("sched.type", f"{where} = {_short(v)}")

@@ -83,16 +83,19 @@ class LsuUnit(Unit):
         return m.env.timeout(done - m.env.now, seq)
 
     def smem_store(self, w: WarpState, i: int, op: SmemStore) -> simpy.Event:
-        return self._shared_access(w, i, op, op.dst, "w")
+        return self._shared_access(w, i, op, op.dst, "w", op.bank_ways)
 
     def local_load(self, w: WarpState, i: int, op: LocalLoad) -> simpy.Event:
         return self._shared_access(w, i, op, op.src, "r")
 
-    def _shared_access(self, w: WarpState, i: int, op: SmemStore | LocalLoad, acc, mode: str) -> simpy.Event:
-        """Registers <-> shared memory: the SM's shared-memory pipe, then its latency."""
+    def _shared_access(self, w: WarpState, i: int, op: SmemStore | LocalLoad, acc, mode: str,
+                       ways: int = 1) -> simpy.Event:
+        """Registers <-> shared memory: the SM's shared-memory pipe, then its latency.  An
+        n-way bank conflict replays every instruction n times: the pipe serves n x the bytes
+        (docs/semantics.md "Shared-memory bank conflicts")."""
         m = self.m
         now = m.env.now
-        done = w.cta.sm.smem.serve(now, op.bytes) + self.arch.smem_latency
+        done = w.cta.sm.smem.serve(now, op.bytes * ways) + self.arch.smem_latency
         if acc.cta is not None and acc.cta != w.cta.rank:
             # DSMEM: a peer SM's shared memory -- a store crosses the SM-to-SM network once, a load
             # there and back (results/silicon/cluster_probes: ~165 extra cycles per dependent load)

@@ -46,7 +46,7 @@ def bank_ways(addresses: list[int], width: int = 4) -> int:
     evenly (``32 * width / 128``).  Two lanes on one word are one access (a broadcast)."""
     words: dict[int, set[int]] = {}
     for a in addresses:
-        for w in range(a // 4, (a + width) // 4):
+        for w in range(a // 4, (a + width - 1) // 4 + 1):  # every word the lane touches
             words.setdefault(w % BANKS, set()).add(w)
     busiest = max(len(ws) for ws in words.values())
     even = max(1, len(addresses) * width // (4 * BANKS))

@@ -32,6 +32,7 @@ import numpy as np
 from protosim.frontends.tirx.errors import TirxError
 from protosim.frontends.tirx.interp import WARP, Addr, BufferInfo
 from protosim.frontends.tirx.recognize import Raw, Touch
+from protosim.ptxas import bank_ways
 from protosim.ir import (
     WARP_PART,
     Access,
@@ -383,6 +384,21 @@ class Draft:
         """An output store's global tile (``D[0,1]``): what the op's role is computing."""
 
 
+def _element_store_ways(r: Raw, first: int, t: Touch) -> int:
+    """The bank conflict of a per-element thread store into shared memory, from the elements the
+    role's first warp's lanes write (``t.rows``: per thread; :func:`protosim.ptxas.bank_ways`).
+    A tile primitive's store (``t.flat`` set: the seed's swizzled 16-byte copy) is left at 1."""
+    cells = t.rows
+    if t.flat is not None or not isinstance(cells, np.ndarray) or cells.ndim != 1:
+        return 1
+    lanes = slice(first * WARP, (first + 1) * WARP)
+    written = cells[lanes][r.mask[lanes]]
+    if written.size == 0:
+        return 1
+    n = t.buf.elem_bytes
+    return bank_ways([int(x) * n for x in written], n)
+
+
 def _per_warp_bytes(r: Raw, first: int, warps: int) -> int:
     sub = r.mask[first * WARP:(first + warps) * WARP].reshape(warps, WARP)
     if r.f.get("per_thread", r.kind in FOLDED):
@@ -505,7 +521,8 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
         d.writes.append(("dst", _access(f["dst"], storage, part=WARP_PART)))
         return d
     if k == "smem_store":
-        d = Draft(SmemStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
+        ways = _element_store_ways(r, first, f["dst"])
+        d = Draft(SmemStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), **({"bank_ways": ways} if ways > 1 else {}))
         part = WARP_PART if _disjoint_rows(r, first, warps) else None
         t = f["dst"]
         stage = 0

@@ -1,0 +1,88 @@
+"""The issue path of a 2-D tensor TMA load, on the GPU (issue 16: where the TMA steps' issue cost
+sits -- before the bytes leave, or after).
+
+kernels/microbench/tma_issue.cu brackets, with clock64, the ``cp.async.bulk.tensor`` instruction
+the Hopper TMA steps issue (a 128 x 64 fp16 box of a row-major tensor, 128B swizzle, the tensor
+map a ``__grid_constant__`` parameter encoded as the GEMM kernels encode theirs), the
+``arrive.expect_tx`` before it, and the load's landing (its mbarrier wait returning) measured
+from the start of its issue.  Run on the GPU machine:
+
+    python -m kernels.runner.tma_issue --cubin B/tma_issue.sm_90a.cubin --out results.jsonl
+
+One JSON line per (mode, grid, L2 state): cycles per k-iteration (median over the CTAs) of each
+bracket after the first k-iteration, and the first k-iteration's own (the descriptor's first use).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import sys
+
+from . import timing as T
+from .launch_cost import Driver, run_cubin_bench
+
+MODES = {0: "one load", 1: "A and B", 2: "expect_tx", 3: "empty bracket"}
+KT = 64
+ROWS = 132 * 128
+"""One 128-row box per CTA (up to 132 CTAs), K = 64 x 64 elements: 2 x 17 MB, in L2 once written."""
+CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6
+CU_TENSOR_MAP_SWIZZLE_128B = 3
+
+
+class TensorMap:
+    """A CUtensorMap (128 bytes, 64-byte aligned) encoded by the driver, as kernels/tirx/hopper.py
+    encodes A_map: (K, rows) fp16, row stride K * 2 bytes, box 64 x 128, no interleave, 128B
+    swizzle, no L2 promotion, no OOB fill."""
+
+    def __init__(self, drv: Driver, ptr: int, k: int, rows: int):
+        self._raw = (ctypes.c_uint8 * 192)()
+        base = (ctypes.addressof(self._raw) + 63) // 64 * 64
+        self.value = (ctypes.c_uint64 * 16).from_address(base)
+        dims = (ctypes.c_uint64 * 2)(k, rows)
+        strides = (ctypes.c_uint64 * 1)(k * 2)
+        box = (ctypes.c_uint32 * 2)(64, 128)
+        estr = (ctypes.c_uint32 * 2)(1, 1)
+        drv.check(drv.lib.cuTensorMapEncodeTiled(ctypes.c_void_p(base), CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ctypes.c_void_p(ptr),
+                                                 dims, strides, box, estr, 0, CU_TENSOR_MAP_SWIZZLE_128B, 0, 0),
+                  "cuTensorMapEncodeTiled")
+
+
+def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    smem = 2 * 16384
+    fn = drv.function(cubin, "tma_issue", 0)
+    a = torch.randn(ROWS, KT * 64, device="cuda", dtype=torch.float16)
+    b = torch.randn(ROWS, KT * 64, device="cuda", dtype=torch.float16)
+    a_map, b_map = TensorMap(drv, a.data_ptr(), KT * 64, ROWS), TensorMap(drv, b.data_ptr(), KT * 64, ROWS)
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")  # 256 MB: more than the 50 MB L2
+    rows = []
+    for l2 in ("inputs", "flushed"):
+        for grid in (1, 132):
+            for mode in (3, 2, 0, 1):
+                out = torch.zeros(8 * grid, dtype=torch.int64, device="cuda")
+                args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(mode), ctypes.c_void_p(out.data_ptr())]
+                before = (lambda: flush.fill_(1)) if l2 == "flushed" else (lambda: (a.add_(0), b.add_(0)))
+                t = T.kernel_time(torch, drv.launcher(fn, grid, 32, smem, stream, args), reps=reps, warmup=2, before=before)
+                o = out.view(grid, 8).cpu().tolist()
+                n = o[0][6]
+                med = [statistics.median(r[i] / n for r in o) for i in range(3)]
+                first = [statistics.median(r[3 + i] for r in o) for i in range(3)]
+                row = {"mode": mode, "what": MODES[mode], "grid": grid, "l2": l2, "kt": KT,
+                       "bracket1_cycles": round(med[0], 1), "bracket2_cycles": round(med[1], 1), "landing_cycles": round(med[2], 1),
+                       "first_bracket1_cycles": first[0], "first_bracket2_cycles": first[1], "first_landing_cycles": first[2],
+                       "kernel_ms": t}
+                rows.append(row)
+                print(f"{MODES[mode]:<13} grid {grid:>3} L2 {l2:<7}: bracket1 {med[0]:7.1f} bracket2 {med[1]:7.1f} "
+                      f"landing {med[2]:7.1f} | first k: {first[0]:6.0f} {first[1]:6.0f} {first[2]:6.0f}", flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    return 0 if run_cubin_bench("tma_issue", __doc__, argv, measure, 10,
+                                "JSON lines, one per (L2 state, grid, mode)") is not None else 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

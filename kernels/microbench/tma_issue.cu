@@ -9,7 +9,7 @@
 //
 // out[8 * b + ...]: sums over the k-iterations after the first of (t1 - t0), (t2 - t1), (t3 - t2 or
 // t2 - t0 for the landing), then the first k-iteration's own three (the descriptor's first use), and
-// the k-iterations summed.  The clock reads are part of every bracket (~ a few cycles each; the
+// the k-iterations summed.  k-iteration k loads box (k % kwrap) of the CTA's 128 rows.  The clock reads are part of every bracket (~ a few cycles each; the
 // empty bracket is measured by mode 3: t0; t1).  kernels/runner/tma_issue.py runs it.  Build
 // (CPU machine):
 //   nvcc -cubin -arch=sm_90a -O3 -o tma_issue.sm_90a.cubin tma_issue.cu
@@ -47,7 +47,7 @@ __device__ __forceinline__ long long now() {
 
 extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant__ CUtensorMap A_map,
                                                            const __grid_constant__ CUtensorMap B_map,
-                                                           int kt, int mode, long long *out) {
+                                                           int kt, int kwrap, int mode, long long *out) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) uint64_t full;
     if (threadIdx.x != 0) return;
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant
         if (mode == 0) {
             expect_tx(bar, 16384);
             long long t0 = now();
-            tensor_load(a, &A_map, k * 64, m * 128, bar);
+            tensor_load(a, &A_map, (k % kwrap) * 64, m * 128, bar);
             long long t1 = now();
             wait_parity(bar, k & 1);
             long long t2 = now();
@@ -70,9 +70,9 @@ extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant
         } else if (mode == 1) {
             expect_tx(bar, 32768);
             long long t0 = now();
-            tensor_load(a, &A_map, k * 64, m * 128, bar);
+            tensor_load(a, &A_map, (k % kwrap) * 64, m * 128, bar);
             long long t1 = now();
-            tensor_load(b, &B_map, k * 64, m * 128, bar);
+            tensor_load(b, &B_map, (k % kwrap) * 64, m * 128, bar);
             long long t2 = now();
             wait_parity(bar, k & 1);
             long long t3 = now();
@@ -81,7 +81,7 @@ extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant
             long long t0 = now();
             expect_tx(bar, 16384);
             long long t1 = now();
-            tensor_load(a, &A_map, k * 64, m * 128, bar);
+            tensor_load(a, &A_map, (k % kwrap) * 64, m * 128, bar);
             wait_parity(bar, k & 1);
             d[0] = t1 - t0;
         } else {

@@ -25,7 +25,12 @@ from .launch_cost import Driver, run_cubin_bench
 MODES = {0: "one load", 1: "A and B", 2: "expect_tx", 3: "empty bracket"}
 KT = 64
 ROWS = 132 * 128
-"""One 128-row box per CTA (up to 132 CTAs), K = 64 x 64 elements: 2 x 17 MB, in L2 once written."""
+"""One 128-row block per CTA (up to 132 CTAs)."""
+LAYOUTS = {"inputs": 8, "flushed": 64}
+"""Boxes per row, by L2 state: ``inputs`` -- K = 512 (2 x 17 MB, in L2 once written), the 64
+k-iterations cycling over the row's 8 boxes; ``flushed`` -- K = 4096 (2 x 138 MB, L2 flushed
+before each launch), every box read once: from DRAM.  (A first run used K = 4096 for both: its
+"inputs" read DRAM too.)"""
 CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6
 CU_TENSOR_MAP_SWIZZLE_128B = 3
 
@@ -53,23 +58,24 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     stream = torch.cuda.current_stream().cuda_stream
     smem = 2 * 16384
     fn = drv.function(cubin, "tma_issue", 0)
-    a = torch.randn(ROWS, KT * 64, device="cuda", dtype=torch.float16)
-    b = torch.randn(ROWS, KT * 64, device="cuda", dtype=torch.float16)
-    a_map, b_map = TensorMap(drv, a.data_ptr(), KT * 64, ROWS), TensorMap(drv, b.data_ptr(), KT * 64, ROWS)
     flush = torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")  # 256 MB: more than the 50 MB L2
     rows = []
-    for l2 in ("inputs", "flushed"):
+    for l2, kwrap in LAYOUTS.items():
+        a = torch.randn(ROWS, kwrap * 64, device="cuda", dtype=torch.float16)
+        b = torch.randn(ROWS, kwrap * 64, device="cuda", dtype=torch.float16)
+        a_map, b_map = TensorMap(drv, a.data_ptr(), kwrap * 64, ROWS), TensorMap(drv, b.data_ptr(), kwrap * 64, ROWS)
         for grid in (1, 132):
             for mode in (3, 2, 0, 1):
                 out = torch.zeros(8 * grid, dtype=torch.int64, device="cuda")
-                args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(mode), ctypes.c_void_p(out.data_ptr())]
-                before = (lambda: flush.fill_(1)) if l2 == "flushed" else (lambda: (a.add_(0), b.add_(0)))
+                args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(kwrap), ctypes.c_int(mode),
+                        ctypes.c_void_p(out.data_ptr())]
+                before = (lambda: flush.fill_(1)) if l2 == "flushed" else (lambda a=a, b=b: (a.add_(0), b.add_(0)))
                 t = T.kernel_time(torch, drv.launcher(fn, grid, 32, smem, stream, args), reps=reps, warmup=2, before=before)
                 o = out.view(grid, 8).cpu().tolist()
                 n = o[0][6]
                 med = [statistics.median(r[i] / n for r in o) for i in range(3)]
                 first = [statistics.median(r[3 + i] for r in o) for i in range(3)]
-                row = {"mode": mode, "what": MODES[mode], "grid": grid, "l2": l2, "kt": KT,
+                row = {"mode": mode, "what": MODES[mode], "grid": grid, "l2": l2, "kt": KT, "boxes_per_row": kwrap,
                        "bracket1_cycles": round(med[0], 1), "bracket2_cycles": round(med[1], 1), "landing_cycles": round(med[2], 1),
                        "first_bracket1_cycles": first[0], "first_bracket2_cycles": first[1], "first_landing_cycles": first[2],
                        "kernel_ms": t}

@@ -75,6 +75,8 @@ class ArchProfile:
     tma_available: bool
     """Whether TMA / bulk-copy ops may appear in a schedule for this profile."""
     tma_issue_cycles: float
+    tma_descriptor_fetch_cycles: float
+    """A tensor map's first load on an SM in a kernel starts this much later (the descriptor's fetch)."""
     tma_sm_bytes_per_clk: float
     tma_l2_latency: tuple[tuple[int, float], ...]
     tma_dram_latency: tuple[tuple[int, float], ...]

@@ -187,6 +187,8 @@ class SmUnits:
         self.mma = MmaUnit()
         self.tmem_free = arch.tmem_columns
         self.tmem_waiters: list = []
+        self.descriptors: set[str] = set()
+        """Tensors whose TMA descriptor this SM has fetched in this kernel (their first load paid for it)."""
 
 
 class LatencyTables:

@@ -13,6 +13,7 @@ import dataclasses
 
 from protosim.engine import resolve
 from protosim.engine.log import ABSENT, CompleteTxEvent, IssueEvent
+from protosim.engine.resources import tensor_of
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.engine.units.groups import GroupTable
@@ -49,12 +50,14 @@ class TmaUnit(Unit):
         m = self.m
         env, timing = m.env, m.timing
         now = env.now
-        hit, chip_done = m.memory.read(now, op.src or op.dst.content, op.bytes)
-        sm_done = w.cta.sm.tma.serve(now, op.bytes)
+        key = op.src or op.dst.content
+        start = now + self._descriptor(w.cta.sm, key)
+        hit, chip_done = m.memory.read(start, key, op.bytes)
+        sm_done = w.cta.sm.tma.serve(start, op.bytes)
         lat, base = m.latency.load(hit, op.bytes)
         if hit and m.perturbation.l2_hit_extra:
             lat, base = lat + m.perturbation.l2_hit_extra, base + m.perturbation.l2_hit_extra
-        land = max(now + timing.scale(lat), max(sm_done, chip_done) + timing.scale(base)) + timing.unit_stall()
+        land = max(start + timing.scale(lat), max(sm_done, chip_done) + timing.scale(base)) + timing.unit_stall()
         if not hit:
             m.memory.filling(op.src or op.dst.content, land - timing.scale(m.latency.l2_base))
         cta = w.cta
@@ -79,6 +82,15 @@ class TmaUnit(Unit):
             m.mbarrier.apply(cta, "tma", i, cell, mb.complete_tx(cell.state, op.bytes), "complete_tx")
 
         m.at(land, landed)
+
+    def _descriptor(self, sm, key: str) -> float:
+        """Cycles before a load through ``key``'s tensor map can start: the descriptor's fetch on
+        the SM's first load of that tensor in this kernel (docs/semantics.md "TMA")."""
+        tensor = tensor_of(key)
+        if tensor in sm.descriptors:
+            return 0.0
+        sm.descriptors.add(tensor)
+        return self.m.timing.scale(self.arch.tma_descriptor_fetch_cycles)
 
     def _cluster_load(self, w: WarpState, i: int, op: TmaLoad, now: float, land: float) -> None:
         """A load whose bytes or byte count go to other CTAs of the cluster: ``.multicast::cluster``

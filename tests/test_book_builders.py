@@ -86,7 +86,9 @@ KNOBS = [  # (builder, base, knob fields, nominal outcome, finding kinds it must
     ("hgemm_v8", V8, dict(expect_tx_local=True), "deadlock", {"tx_mismatch", "raw_hazard"}),
     ("hgemm_v8", V8, dict(skip_exit_sync=True), "correct", {"peer_exited"}),
     ("hgemm_v9", V9, dict(skip_mma_phase_flip=True), "fault", {"wrong_parity", "early_return"}),
-    ("hgemm_v9", V9, dict(wait_parity_flip="tma"), "deadlock", {"wrong_parity", "early_return", "raw_hazard"}),
+    # fault since the first TMA loads pay the descriptor's fetch (b200 takes the H200's 517 cycles as a
+    # guess): the early-returned consumer's phases then drift into an arrival underflow, as v8's do
+    ("hgemm_v9", V9, dict(wait_parity_flip="tma"), "fault", {"wrong_parity", "early_return", "raw_hazard"}),
     ("hgemm_v9", V9, dict(wait_parity_flip="mma"), "deadlock", {"wrong_parity", "deadlock"}),
     ("hgemm_v9", V9, dict(expect_tx_delta=-1024), "deadlock", {"tx_mismatch", "deadlock"}),
     ("hgemm_v9", V9, dict(skip_store_wait=True), "wrong", {"war_hazard"}),

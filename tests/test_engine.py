@@ -94,8 +94,9 @@ def test_tma_landing_completes_the_phase_after_the_measured_latency():
     (land,) = r.log.of_kind("complete_tx")
     (phase,) = r.log.of_kind("phase")  # init completes no phase: the landing does
     assert phase.t == land.t
-    # first touch comes from DRAM: the measured DRAM latency for 16 KiB
-    assert land.t - issue.t == pytest.approx(interpolate(H200.tma_dram_latency, 16384))
+    # first touch comes from DRAM: the measured DRAM latency for 16 KiB, after the descriptor's
+    # fetch (the tensor's first load on this SM)
+    assert land.t - issue.t == pytest.approx(H200.tma_descriptor_fetch_cycles + interpolate(H200.tma_dram_latency, 16384))
     (w,) = waits(r)
     assert w.t == pytest.approx(land.t + H200.wake_cycles)
 

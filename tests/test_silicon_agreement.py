@@ -49,17 +49,6 @@ KNOWN_DISAGREEMENTS: list[dict] = [
                "Which CTAs of a symmetric grid lose a per-CTA race is below the model's resolution; the site "
                "rule still asks for the CTA.  docs/crosscheck.md, 'Known disagreement'.",
     },
-    {
-        "steps": ("ws",),
-        "knobs": {"skip_mma_phase_flip": True},
-        "delayed": False,
-        "why": "ws 128x128x832, 4 stages, one CTA, the producer's empty-barrier parity never flipped, inputs in L2: "
-               "silicon shows one wrong tile in 6/6 launches; the prediction is {deadlock, fault} in its 39 replays "
-               "and reaches 'wrong' only at replay 43 (runs=16).  It agreed before 2026-11-30 only because the ws "
-               "builder issued a prologue fence.proxy.async the kernel does not have (16 cycles, fence_cycles is a "
-               "guess); with the builder pinned to the kernel -- and predicting from the kernel itself -- the race "
-               "that decides wrong vs hang is outside the budgeted replays.  docs/crosscheck.md, 'Known disagreement'.",
-    },
 ]
 
 

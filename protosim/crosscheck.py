@@ -600,16 +600,24 @@ def config_timing(points: list[dict[str, Any]], worst: int = 5) -> dict[str, Any
             speedups.append({"shape": list(shape), "from": a["label"], "to": b["label"], "predicted": round(predicted, 4),
                              "measured": round(measured, 4), "error": round(predicted / measured - 1, 4)})
     mape = sum(abs(r["error"]) for r in rows) / len(rows) if rows else None
+    roofed = [r for r in rows if "roof_us" in r]
     return {"n": len(rows), "mape": round(mape, 4) if mape is not None else None,
-            "worst": sorted(rows, key=lambda r: -abs(r["error"]))[:worst], "rows": rows, "speedups": speedups}
+            "worst": sorted(rows, key=lambda r: -abs(r["error"]))[:worst], "rows": rows, "speedups": speedups,
+            "roof": {"n": len(roofed),
+                     "predictions_below": [r["label"] for r in roofed if r["sim_us"] < r["roof_us"]],
+                     "measurements_below": [r["label"] for r in roofed if r["measured_us"] < r["roof_us"]],
+                     "closest": min(roofed, key=lambda r: r["sim_us"] / r["roof_us"], default=None)}}
 
 
 def config_points(reports: list[CaseReport]) -> list[dict[str, Any]]:
     """The configs :func:`config_timing` judges: correct on both sides, no explicit delay,
     measured kernel-only (a call's time holds the host path: not the model's to predict)."""
+    from protosim.roof import roof
+
     return [{"label": r.prediction.case.label(), "step": r.prediction.case.step,
              "shape": [r.prediction.case.config.M, r.prediction.case.config.N, r.prediction.case.config.K],
-             "sim_us": round(r.prediction.us, 3), "measured_us": round(r.measured_ms() * 1000, 3)}
+             "sim_us": round(r.prediction.us, 3), "measured_us": round(r.measured_ms() * 1000, 3),
+             "roof_us": round(roof(r.prediction.case.config, load_profile(r.prediction.case.config.arch)).us, 3)}
             for r in reports
             if r.prediction.kinds == {"correct"} and not r.prediction.delayed and r.measured_source() == "kernel"]
 
@@ -625,6 +633,15 @@ def render_config_timing(t: dict[str, Any], rows: int | None = None) -> str:
     if len(shown) < len(t["rows"]):
         lines.append(f"... {len(t['rows']) - len(shown)} more (--json has every row)")
     lines.append(f"MAPE {t['mape']:.1%}; worst: " + ", ".join(f"{r['label']} {r['error']:+.1%}" for r in t["worst"]))
+    roof_ = t.get("roof")
+    if roof_ and roof_["n"]:
+        c = roof_["closest"]
+        lines.append(f"roof (protosim.roof: the measured tensor-core rate, DRAM for cold inputs, plus the launch's fixed cost): "
+                     f"{len(roof_['predictions_below'])} of {roof_['n']} predictions below it"
+                     + (f" ({', '.join(roof_['predictions_below'][:5])})" if roof_["predictions_below"] else "")
+                     + f", {len(roof_['measurements_below'])} measurements below it"
+                     + (f" ({', '.join(roof_['measurements_below'][:5])})" if roof_["measurements_below"] else "")
+                     + f"; closest: {c['label']} predicted {c['sim_us']:.1f} us, roof {c['roof_us']:.1f} us")
     if t["speedups"]:
         lines.append("")
         lines.append(f"{'step to step, same shape (fastest config of each step)':<72} {'predicted':>9} {'measured':>9} {'error':>7}")

@@ -22,7 +22,8 @@ import sys
 from . import timing as T
 from .launch_cost import Driver, run_cubin_bench
 
-MODES = {0: "one load", 1: "A and B", 2: "expect_tx", 3: "empty bracket"}
+MODES = {0: "one load", 1: "A and B", 2: "expect_tx", 3: "empty bracket", 4: "A, B, then expect_tx"}
+"""Mode 4 is the GEMM kernels' order; its third number is the arrive.expect_tx after the loads, not a landing."""
 KT = 64
 ROWS = 132 * 128
 """One 128-row block per CTA (up to 132 CTAs)."""
@@ -65,7 +66,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
         b = torch.randn(ROWS, kwrap * 64, device="cuda", dtype=torch.float16)
         a_map, b_map = TensorMap(drv, a.data_ptr(), kwrap * 64, ROWS), TensorMap(drv, b.data_ptr(), kwrap * 64, ROWS)
         for grid in (1, 132):
-            for mode in (3, 2, 0, 1):
+            for mode in (3, 2, 0, 1, 4):
                 out = torch.zeros(8 * grid, dtype=torch.int64, device="cuda")
                 args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(kwrap), ctypes.c_int(mode),
                         ctypes.c_void_p(out.data_ptr())]

@@ -13,29 +13,9 @@
 // is the path the model times with its arrive / wake / issue costs.  kernels/runner/refill_loop.py
 // runs it.  Build (CPU machine):
 //   nvcc -cubin -arch=sm_90a -O3 -o refill_loop.sm_90a.cubin refill_loop.cu
-#include <cuda.h>
-#include <cstdint>
+#include "tma_ptx.cuh"
 
 constexpr int MAX_DEPTH = 4;
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void tensor_load(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAIT_%=;\n"
-        "}\n" :: "r"(bar), "r"(parity) : "memory");
-}
 
 extern "C" __global__ void __launch_bounds__(128) refill_loop(const __grid_constant__ CUtensorMap A_map,
                                                               const __grid_constant__ CUtensorMap B_map,

@@ -15,31 +15,7 @@
 // empty bracket is measured by mode 3: t0; t1).  kernels/runner/tma_issue.py runs it.  Build
 // (CPU machine):
 //   nvcc -cubin -arch=sm_90a -O3 -o tma_issue.sm_90a.cubin tma_issue.cu
-#include <cuda.h>
-#include <cstdint>
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void tensor_load(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t bar) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
-                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void expect_tx(uint32_t bar, int bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAIT_%=;\n"
-        "}\n" :: "r"(bar), "r"(parity) : "memory");
-}
+#include "tma_ptx.cuh"
 
 __device__ __forceinline__ long long now() {
     long long t;

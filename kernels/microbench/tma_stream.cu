@@ -12,32 +12,9 @@
 // tensor map, so the benchmark needs no driver call beyond a launch).
 // kernels/runner/tma_stream.py runs it.  Build (CPU machine):
 //   nvcc -cubin -arch=sm_90a -O3 -o tma_stream.sm_90a.cubin tma_stream.cu
-#include <cstdint>
+#include "tma_ptx.cuh"
 
 constexpr int MAX_DEPTH = 8;
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p) {
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void bulk_load(uint32_t dst, const char *src, int bytes, uint32_t bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void expect_tx(uint32_t bar, int bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "WAIT_%=:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-        "@!p bra WAIT_%=;\n"
-        "}\n" :: "r"(bar), "r"(parity) : "memory");
-}
 
 // cycles[b]: clock64 from the first issue to the last wait's return, CTA b; issue[b]: the
 // cycles thread 0 spent issuing (arrive.expect_tx and the bulk copies, each k-iteration's

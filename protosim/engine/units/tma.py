@@ -85,7 +85,7 @@ class TmaUnit(Unit):
 
     def _descriptor(self, sm, key: str) -> float:
         """Cycles before a load through ``key``'s tensor map can start: the descriptor's fetch on
-        the SM's first load of that tensor in this kernel (docs/semantics.md "TMA")."""
+        the SM's first load of that tensor in this kernel (docs/semantics.md "Engine timing", TMA loads)."""
         tensor = tensor_of(key)
         if tensor in sm.descriptors:
             return 0.0

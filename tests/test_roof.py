@@ -35,6 +35,14 @@ def test_tiles_beyond_the_sms_take_whole_extra_turns():
     assert few.mma_us == pytest.approx(2 * one.mma_us)
 
 
+def test_a_full_chip_gemm_is_bound_by_the_best_gemm_measured():
+    r = roof(GemmConfig(M=4096, N=4096, K=4096, arch="h200", l2_at_launch="inputs"), H200)
+    assert r.bound == "best measured GEMM"
+    assert r.best_us == pytest.approx(2 * 4096**3 / (H200.best_gemm_tflops * 1e6))
+    # on an arch with no measured GEMM there is no such roof
+    assert roof(GemmConfig(M=4096, N=4096, K=4096, arch="b200"), load_profile("b200")).best_us == 0
+
+
 def test_cold_inputs_bound_by_dram():
     cold = roof(GemmConfig(M=4096, N=4096, K=64, arch="h200", l2_at_launch="cold"), H200)
     warm = roof(GemmConfig(M=4096, N=4096, K=64, arch="h200", l2_at_launch="inputs"), H200)

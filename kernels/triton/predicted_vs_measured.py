@@ -21,12 +21,13 @@ import json
 import sys
 from pathlib import Path
 
+from protosim.arch import load_profile
 from protosim.frontends.ttgir import TtgirError, read
 from protosim.verdict import judge
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "triton"
-ROOF_TFLOPS = 757.0
-"""torch fp16 GEMM 4096^3 on this H200, mean of 20 launches (issue 13's bench; docs/crosscheck.md)."""
+ROOF_TFLOPS = load_profile("h200").best_gemm_tflops
+"""torch fp16 GEMM 4096^3 on this H200, mean of 20 launches (the profile's ``best_gemm_tflops``; docs/crosscheck.md)."""
 DATASHEET_TFLOPS = 989.5
 """NVIDIA H200 SXM datasheet, dense FP16/BF16 tensor core."""
 

@@ -89,6 +89,8 @@ class ArchProfile:
     mma_issue_per_n: float
     mma_issue_min: float
     mma_tail_cycles: float
+    best_gemm_tflops: float
+    """The fastest fp16 GEMM measured on this GPU, chip-wide (a roof: protosim/roof.py); 0 = none measured."""
     mma_thread_issue_cycles: float
     wgmma_issue_overhead: float
     # TMEM

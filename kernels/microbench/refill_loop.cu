@@ -7,7 +7,9 @@
 //   mode 0: thread 0 arrives on mma_bar; every thread waits on it   (v5's release)
 //   mode 1: __syncthreads() instead                                 (the same join, a CTA barrier)
 //   mode 2: no join
-//   thread 0: refill this stage for k + depth: arrive.expect_tx, two tensor loads
+//   thread 0: refill this stage for k + depth: two tensor loads and arrive.expect_tx
+//             (refill 0), or a plain arrive that completes the stage's next phase with no data
+//             (refill 1: the same loop and waits without the TMA)
 //
 // cycles[b]: clock64 over the k-loop, thread 0 of CTA b.  Per k-iteration, less `mma_cycles`, it
 // is the path the model times with its arrive / wake / issue costs.  kernels/runner/refill_loop.py
@@ -19,7 +21,7 @@ constexpr int MAX_DEPTH = 4;
 
 extern "C" __global__ void __launch_bounds__(128) refill_loop(const __grid_constant__ CUtensorMap A_map,
                                                               const __grid_constant__ CUtensorMap B_map,
-                                                              int kt, int kwrap, int depth, int mode, int mma_cycles,
+                                                              int kt, int kwrap, int depth, int mode, int mma_cycles, int refill_kind,
                                                               long long *cycles) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) uint64_t full[MAX_DEPTH];
@@ -35,6 +37,10 @@ extern "C" __global__ void __launch_bounds__(128) refill_loop(const __grid_const
     auto refill = [&](int k) {
         const int s = k % depth, x = (k % kwrap) * 64;
         const uint32_t bar = smem_addr(&full[s]);
+        if (refill_kind == 1) {
+            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+            return;
+        }
         const uint32_t dst = smem_addr(smem + (size_t)s * 32768);
         tensor_load(dst, &A_map, x, m * 128, bar);
         tensor_load(dst + 16384, &B_map, x, m * 128, bar);

@@ -4,7 +4,8 @@ per k-iteration than the model, and not because of the TMA instruction).
 kernels/microbench/refill_loop.cu runs v5's loop around its wgmma block: 128 threads wait on the
 stage's full barrier, spin ``mma_cycles`` in place of the wgmma block, join (mode 0: thread 0
 arrives on an mbarrier every thread waits on, as v5 does; mode 1: ``__syncthreads``; mode 2: no
-join), then thread 0 refills the stage (two tensor loads and ``arrive.expect_tx``).  Run on the
+join), then thread 0 refills the stage (two tensor loads and ``arrive.expect_tx``; or, refill
+``arrive``, a plain arrive that completes the stage's next phase with no data).  Run on the
 GPU machine:
 
     python -m kernels.runner.refill_loop --cubin B/refill_loop.sm_90a.cubin --out results.jsonl
@@ -16,6 +17,7 @@ the CTAs) and that less ``mma_cycles`` -- the control path.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import statistics
 import sys
 
@@ -24,6 +26,8 @@ from .launch_cost import Driver, run_cubin_bench
 from .tma_issue import ROWS, TensorMap
 
 MODES = {0: "mbarrier join (v5)", 1: "__syncthreads join", 2: "no join"}
+REFILLS = {0: "TMA", 1: "arrive"}
+"""Thread 0's refill: two tensor loads and arrive.expect_tx, or a plain arrive (no data, no TMA)."""
 KT, KWRAP = 256, 8
 MMA_CYCLES = 773
 """v5's 128x128x64 wgmma block, issue to wait_group 0 (the GEMM traces; the profile's mma costs)."""
@@ -39,27 +43,26 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     for depth in (2, 4):
         smem = depth * 32768
         fn = drv.function(cubin, "refill_loop", smem if smem > 48 * 1024 else 0)
-        for spin in (0, MMA_CYCLES):
-            for mode in (0, 1, 2):
-                for grid in (1, 132):
-                    cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
-                    args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(KWRAP), ctypes.c_int(depth),
-                            ctypes.c_int(mode), ctypes.c_int(spin), ctypes.c_void_p(cycles.data_ptr())]
-                    t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, args), reps=reps, warmup=2,
-                                      before=lambda: (a.add_(0), b.add_(0)))
-                    per_k = statistics.median(c / KT for c in cycles.cpu().tolist())
-                    row = {"mode": mode, "what": MODES[mode], "depth": depth, "mma_cycles": spin, "grid": grid, "kt": KT,
-                           "cycles_per_k_median": round(per_k, 1), "control_cycles_per_k": round(per_k - spin, 1),
-                           "kernel_ms": t}
-                    rows.append(row)
-                    print(f"{MODES[mode]:<20} depth {depth} spin {spin:>4} grid {grid:>3}: {per_k:8.1f} cycles/k, "
-                          f"control {per_k - spin:7.1f}", flush=True)
+        for refill, spin, mode in itertools.product(REFILLS, (0, MMA_CYCLES), MODES):
+            for grid in (1, 132) if refill == 0 else (1,):
+                cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
+                args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(KWRAP), ctypes.c_int(depth),
+                        ctypes.c_int(mode), ctypes.c_int(spin), ctypes.c_int(refill), ctypes.c_void_p(cycles.data_ptr())]
+                t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, args), reps=reps, warmup=2,
+                                  before=lambda: (a.add_(0), b.add_(0)))
+                per_k = statistics.median(c / KT for c in cycles.cpu().tolist())
+                row = {"mode": mode, "what": MODES[mode], "refill": REFILLS[refill], "depth": depth, "mma_cycles": spin,
+                       "grid": grid, "kt": KT, "cycles_per_k_median": round(per_k, 1),
+                       "control_cycles_per_k": round(per_k - spin, 1), "kernel_ms": t}
+                rows.append(row)
+                print(f"{MODES[mode]:<20} {REFILLS[refill]:<7} depth {depth} spin {spin:>4} grid {grid:>3}: {per_k:8.1f} "
+                      f"cycles/k, control {per_k - spin:7.1f}", flush=True)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     return 0 if run_cubin_bench("refill_loop", __doc__, argv, measure, 10,
-                                "JSON lines, one per (depth, mma_cycles, mode, grid)") is not None else 2
+                                "JSON lines, one per (depth, refill, mma_cycles, mode, grid)") is not None else 2
 
 
 if __name__ == "__main__":

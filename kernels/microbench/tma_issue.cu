@@ -3,7 +3,7 @@
 // kernels' A_map): how long the issuing thread is held by the instruction, and when the bytes
 // land measured from the start of the issue.  One thread of one warp per CTA; a k-iteration:
 //
-//   mode 0 (one load):  arrive.expect_tx(16 KiB); t0; load; t1; wait; t2
+//   mode 0 (one load):  arrive.expect_tx(box_bytes); t0; load; t1; wait; t2   (any box size)
 //   mode 1 (A and B):   arrive.expect_tx(32 KiB); t0; load A; t1; load B; t2; wait; t3
 //   mode 2 (expect_tx): t0; arrive.expect_tx(16 KiB); t1; load; wait         (the arrive's own cost)
 //   mode 4 (kernel order): t0; load A; t1; load B; t2; arrive.expect_tx(32 KiB); t3; wait
@@ -25,7 +25,7 @@ __device__ __forceinline__ long long now() {
 
 extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant__ CUtensorMap A_map,
                                                            const __grid_constant__ CUtensorMap B_map,
-                                                           int kt, int kwrap, int mode, long long *out) {
+                                                           int kt, int kwrap, int mode, int box_bytes, long long *out) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) uint64_t full;
     if (threadIdx.x != 0) return;
@@ -40,7 +40,7 @@ extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant
         int x = (k % kwrap) * 64;
         asm volatile("" : "+r"(x));  // computed here, not between the clock reads (a division)
         if (mode == 0) {
-            expect_tx(bar, 16384);
+            expect_tx(bar, box_bytes);
             long long t0 = now();
             tensor_load(a, &A_map, x, m * 128, bar);
             long long t1 = now();
@@ -59,7 +59,7 @@ extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant
             d[0] = t1 - t0; d[1] = t2 - t1; d[2] = t3 - t0;
         } else if (mode == 2) {
             long long t0 = now();
-            expect_tx(bar, 16384);
+            expect_tx(bar, box_bytes);
             long long t1 = now();
             tensor_load(a, &A_map, x, m * 128, bar);
             wait_parity(bar, k & 1);

@@ -41,13 +41,13 @@ class TensorMap:
     encodes A_map: (K, rows) fp16, row stride K * 2 bytes, box 64 x 128, no interleave, 128B
     swizzle, no L2 promotion, no OOB fill."""
 
-    def __init__(self, drv: Driver, ptr: int, k: int, rows: int):
+    def __init__(self, drv: Driver, ptr: int, k: int, rows: int, box_rows: int = 128):
         self._raw = (ctypes.c_uint8 * 192)()
         base = (ctypes.addressof(self._raw) + 63) // 64 * 64
         self.value = (ctypes.c_uint64 * 16).from_address(base)
         dims = (ctypes.c_uint64 * 2)(k, rows)
         strides = (ctypes.c_uint64 * 1)(k * 2)
-        box = (ctypes.c_uint32 * 2)(64, 128)
+        box = (ctypes.c_uint32 * 2)(64, box_rows)
         estr = (ctypes.c_uint32 * 2)(1, 1)
         drv.check(drv.lib.cuTensorMapEncodeTiled(ctypes.c_void_p(base), CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ctypes.c_void_p(ptr),
                                                  dims, strides, box, estr, 0, CU_TENSOR_MAP_SWIZZLE_128B, 0, 0),
@@ -69,7 +69,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
             for mode in (3, 2, 0, 1, 4):
                 out = torch.zeros(8 * grid, dtype=torch.int64, device="cuda")
                 args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(kwrap), ctypes.c_int(mode),
-                        ctypes.c_void_p(out.data_ptr())]
+                        ctypes.c_int(16384), ctypes.c_void_p(out.data_ptr())]
                 before = (lambda: flush.fill_(1)) if l2 == "flushed" else (lambda a=a, b=b: (a.add_(0), b.add_(0)))
                 t = T.kernel_time(torch, drv.launcher(fn, grid, 32, smem, stream, args), reps=reps, warmup=2, before=before)
                 o = out.view(grid, 8).cpu().tolist()
@@ -83,6 +83,25 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
                 rows.append(row)
                 print(f"{MODES[mode]:<13} grid {grid:>3} L2 {l2:<7}: bracket1 {med[0]:7.1f} bracket2 {med[1]:7.1f} "
                       f"landing {med[2]:7.1f} | first k: {first[0]:6.0f} {first[1]:6.0f} {first[2]:6.0f}", flush=True)
+    # The landing by box size (one CTA, one load in flight): the profile's L2 and DRAM tables' sizes.
+    for l2, kwrap in LAYOUTS.items():
+        a = torch.randn(ROWS, kwrap * 64, device="cuda", dtype=torch.float16)
+        for box_rows in (16, 64, 128, 256):
+            box_map = TensorMap(drv, a.data_ptr(), kwrap * 64, ROWS, box_rows)
+            out = torch.zeros(8, dtype=torch.int64, device="cuda")
+            nbytes = box_rows * 64 * 2
+            args = [box_map.value, box_map.value, ctypes.c_int(KT), ctypes.c_int(kwrap), ctypes.c_int(0), ctypes.c_int(nbytes),
+                    ctypes.c_void_p(out.data_ptr())]
+            before = (lambda: flush.fill_(1)) if l2 == "flushed" else (lambda a=a: a.add_(0))
+            t = T.kernel_time(torch, drv.launcher(fn, 1, 32, 32768, stream, args), reps=reps, warmup=2, before=before)
+            o = out.cpu().tolist()
+            n = o[6]
+            row = {"sweep": "box size", "mode": 0, "what": MODES[0], "grid": 1, "l2": l2, "kt": KT, "boxes_per_row": kwrap,
+                   "box_bytes": nbytes, "bracket1_cycles": round(o[0] / n, 1), "landing_cycles": round(o[2] / n, 1),
+                   "first_landing_cycles": o[5], "kernel_ms": t}
+            rows.append(row)
+            print(f"box {nbytes:>6} B L2 {l2:<7}: bracket {row['bracket1_cycles']:6.1f} landing {row['landing_cycles']:7.1f}"
+                  f" | first k {o[5]:6.0f}", flush=True)
     return rows
 
 

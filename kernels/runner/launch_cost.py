@@ -130,6 +130,11 @@ def run_cubin_bench(kind: str, doc: str, argv: list[str] | None, measure, reps: 
     return rows
 
 
+def cubin_bench_exit(*args, **kwargs) -> int:
+    """:func:`run_cubin_bench` as a command's exit status: 0 when it measured, 2 when it could not run."""
+    return 0 if run_cubin_bench(*args, **kwargs) is not None else 2
+
+
 def main(argv: list[str] | None = None) -> int:
     rows = run_cubin_bench("launch_cost", __doc__, argv, measure, 30, "JSON lines, one per measured kernel")
     if rows is None:

@@ -22,7 +22,7 @@ import statistics
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, run_cubin_bench
+from .launch_cost import Driver, cubin_bench_exit
 from .tma_issue import ROWS, TensorMap
 
 MODES = {0: "mbarrier join (v5)", 1: "__syncthreads join", 2: "no join"}
@@ -61,8 +61,8 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return 0 if run_cubin_bench("refill_loop", __doc__, argv, measure, 10,
-                                "JSON lines, one per (depth, refill, mma_cycles, mode, grid)") is not None else 2
+    return cubin_bench_exit("refill_loop", __doc__, argv, measure, 10,
+                                "JSON lines, one per (depth, refill, mma_cycles, mode, grid)")
 
 
 if __name__ == "__main__":

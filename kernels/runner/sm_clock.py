@@ -24,7 +24,7 @@ import sys
 import time
 
 from . import timing as T
-from .launch_cost import Driver, run_cubin_bench
+from .launch_cost import Driver, cubin_bench_exit
 
 SPINS = (20_000, 200_000, 2_000_000, 20_000_000)
 """Cycles to spin: ~10 us, ~100 us, ~1 ms, ~10 ms at 1.98 GHz."""
@@ -129,7 +129,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return 0 if run_cubin_bench("sm_clock", __doc__, argv, measure, 10, "JSON lines, one per measurement") is not None else 2
+    return cubin_bench_exit("sm_clock", __doc__, argv, measure, 10, "JSON lines, one per measurement")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import statistics
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, run_cubin_bench
+from .launch_cost import Driver, cubin_bench_exit
 from .tma_stream import SM_COUNT, smem_for
 
 
@@ -47,8 +47,8 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return 0 if run_cubin_bench("smem_store", __doc__, argv, measure, 10,
-                                "JSON lines, one per (pattern, BN, grid, reps)") is not None else 2
+    return cubin_bench_exit("smem_store", __doc__, argv, measure, 10,
+                                "JSON lines, one per (pattern, BN, grid, reps)")
 
 
 if __name__ == "__main__":

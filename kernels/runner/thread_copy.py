@@ -21,7 +21,7 @@ import statistics
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, run_cubin_bench
+from .launch_cost import Driver, cubin_bench_exit
 
 K = 4096
 GRIDS = (1, 8, 132, 264, 792, 1024)
@@ -100,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     known, rest = pre.parse_known_args(argv)
     fn = measure_mfast if known.raster == "m" else measure
     argv = rest
-    return 0 if run_cubin_bench("thread_copy", __doc__, argv, fn, 10, "JSON lines, one per (BN, grid)",
+    return cubin_bench_exit("thread_copy", __doc__, argv, fn, 10, "JSON lines, one per (BN, grid)",
                                 epilog="--raster {n,m}: n (default) the grid sweep, n fastest; m the co-residency sweep in "
-                                       "the v3 kernel's raster (m fastest, 2048 x 2048 inputs in L2, 1-6 CTAs per SM)") is not None else 2
+                                       "the v3 kernel's raster (m fastest, 2048 x 2048 inputs in L2, 1-6 CTAs per SM)")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -20,7 +20,7 @@ import statistics
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, run_cubin_bench
+from .launch_cost import Driver, cubin_bench_exit
 
 MODES = {0: "one load", 1: "A and B", 2: "expect_tx", 3: "empty bracket", 4: "A, B, then expect_tx"}
 """Mode 4 is the GEMM kernels' order; its third number is the arrive.expect_tx after the loads, not a landing."""
@@ -106,8 +106,8 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return 0 if run_cubin_bench("tma_issue", __doc__, argv, measure, 10,
-                                "JSON lines, one per (L2 state, grid, mode)") is not None else 2
+    return cubin_bench_exit("tma_issue", __doc__, argv, measure, 10,
+                                "JSON lines, one per (L2 state, grid, mode)")
 
 
 if __name__ == "__main__":

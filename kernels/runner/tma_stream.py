@@ -26,7 +26,7 @@ import statistics
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, run_cubin_bench
+from .launch_cost import Driver, cubin_bench_exit
 
 SM_COUNT = 132
 SMEM_PER_SM = 233472
@@ -141,8 +141,8 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return 0 if run_cubin_bench("tma_stream", __doc__, argv, measure, 10,
-                                "JSON lines, one per (sweep, grid, depth, chunk)") is not None else 2
+    return cubin_bench_exit("tma_stream", __doc__, argv, measure, 10,
+                                "JSON lines, one per (sweep, grid, depth, chunk)")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ class TmaUnit(Unit):
             lat, base = lat + m.perturbation.l2_hit_extra, base + m.perturbation.l2_hit_extra
         land = max(start + timing.scale(lat), max(sm_done, chip_done) + timing.scale(base)) + timing.unit_stall()
         if not hit:
-            m.memory.filling(op.src or op.dst.content, land - timing.scale(m.latency.l2_base))
+            m.memory.filling(key, land - timing.scale(m.latency.l2_base))
         cta = w.cta
         if op.multicast or op.barrier_cta is not None or op.dst.cta is not None:
             self._cluster_load(w, i, op, now, land)

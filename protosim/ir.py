@@ -452,7 +452,14 @@ class MmaCommit(Op):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Wgmma(Op):
     """``wgmma.mma_async`` for an ``m x n x k_elems`` tile; all warps of the role issue it
-    together (``.sync.aligned``), it joins the warpgroup's open wgmma group."""
+    together (``.sync.aligned``), it joins the warpgroup's open wgmma group.
+
+    ``descriptors``: where the issuing warps build the operand descriptors between the
+    instructions -- ``uniform`` (the shared-memory addresses are the same on every
+    execution, so ptxas computes them in uniform registers) or ``per_thread`` (the address
+    moves between executions, e.g. with a stage index held in a variable: ptxas computes it
+    in per-thread registers and moves each descriptor with ``R2UR`` before its wgmma).  The
+    second sets a longer floor on each instruction's slot (docs/semantics.md "wgmma")."""
 
     kind: ClassVar[str] = "wgmma"
     unit: ClassVar[str] = "tensor_core"
@@ -463,9 +470,14 @@ class Wgmma(Op):
     reads: tuple[Access, ...] = ()
     writes: tuple[Access, ...] = ()
     accumulate: bool = False
+    descriptors: str = "uniform"
 
     def accesses(self) -> tuple[Access, ...]:
         return self.reads + self.writes
+
+
+WGMMA_DESCRIPTORS = ("uniform", "per_thread")
+"""Where a wgmma's operand descriptors are built (:attr:`Wgmma.descriptors`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -766,6 +778,9 @@ def validate(s: Schedule) -> None:
                 if isinstance(op, SmemStore) and op.bank_ways > MAX_BANK_WAYS:
                     raise ScheduleError(f"{where}: bank_ways = {op.bank_ways}; 32 lanes conflict at most "
                                         f"{MAX_BANK_WAYS} ways (every lane on one bank)")
+                if isinstance(op, Wgmma) and op.descriptors not in WGMMA_DESCRIPTORS:
+                    raise ScheduleError(f"{where}: descriptors = {op.descriptors!r}; use "
+                                        f"{' or '.join(map(repr, WGMMA_DESCRIPTORS))}")
                 if isinstance(op, ThreadCopy) and op.load_bytes not in LOAD_WIDTHS:
                     raise ScheduleError(f"{where}: load_bytes = {op.load_bytes}; an ld.global moves "
                                         f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")

@@ -16,6 +16,16 @@ Both frontends and the builders state ``in_flight`` through :func:`with_copy_str
 rule lives here once.  Loads of 4 or 8 bytes were not observed; they take the element-wise rule.
 ``python -m kernels.toolchain.sass`` measures a compiled kernel's own numbers.
 
+A wgmma's descriptors (:attr:`protosim.ir.Wgmma.descriptors`) are where ptxas builds them: in
+uniform registers when every execution of the MMA addresses the same shared memory, in
+per-thread registers moved with ``R2UR`` before each instruction when the address moves with a
+stage index held in a variable -- the Hopper v5/v6/ws kernels with more than one stage
+(27 ``R2UR`` in the MMA block's SASS; v2-v4 and one-stage rings have none).  The MMA block then
+takes ~520 cycles at BLK_N 16-64 instead of 400-516 (results/silicon/timing/2026-12-01_bn_sweep.md).
+:func:`with_wgmma_descriptors` states it for the builders and the TIRx frontend alike.  Not seen
+by it: ptxas unrolls a k-loop of one or two iterations and folds the stage (v5 at K = 128, two
+stages, has no ``R2UR``); the rule says ``per_thread`` there.
+
 A shared-memory store's bank conflict follows from its lanes' addresses (:func:`bank_ways`).
 The Hopper epilogue writes each thread's wgmma accumulator fragment into a row-major D tile
 (:func:`fragment_store_ways`): on the H200 that store takes 8x the conflict-free time at BLK_N 64
@@ -27,7 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from protosim.ir import Op, ThreadCopy
+from protosim.ir import Op, ThreadCopy, Wgmma
 
 ELEMENTWISE_ROUNDS = 8
 """Load latencies one k-tile's element-wise copy stream waits (SASS of nine builds: 7.1-10.1)."""
@@ -89,3 +99,13 @@ def with_copy_streams(ops: tuple[Op, ...]) -> tuple[Op, ...]:
                 out[n] = dataclasses.replace(out[n], in_flight=window)
         i = j
     return tuple(out)
+
+
+def with_wgmma_descriptors(ops: tuple[Op, ...]) -> tuple[Op, ...]:
+    """``ops`` (one role's program) with every wgmma marked ``descriptors="per_thread"`` when
+    its wgmmas read more than one stage of their buffers (the address moves at run time);
+    unchanged otherwise."""
+    stages = {tuple((a.buffer, a.stage) for a in op.reads) for op in ops if isinstance(op, Wgmma)}
+    if len(stages) < 2:
+        return ops
+    return tuple(dataclasses.replace(op, descriptors="per_thread") if isinstance(op, Wgmma) else op for op in ops)

@@ -93,6 +93,9 @@ class ArchProfile:
     """The fastest fp16 GEMM measured on this GPU, chip-wide (a roof: protosim/roof.py); 0 = none measured."""
     mma_thread_issue_cycles: float
     wgmma_issue_overhead: float
+    wgmma_per_thread_desc_issue_min: float
+    """``mma_issue_min`` for a wgmma whose descriptors are built in per-thread registers
+    (:attr:`protosim.ir.Wgmma.descriptors`)."""
     # TMEM
     tmem_load_latency: float
     tmem_bytes_per_clk: float
@@ -123,15 +126,17 @@ class ArchProfile:
     def has_tmem(self) -> bool:
         return self.tmem_columns > 0
 
-    def mma_cycles(self, m: int, n: int, k_elems: int) -> tuple[float, int]:
+    def mma_cycles(self, m: int, n: int, k_elems: int, issue_min: float | None = None) -> tuple[float, int]:
         """(unit occupancy in cycles, instruction count) of an ``m x n x k`` tile MMA.
 
         The tile lowers to ceil(m / inst_m) * ceil(k / inst_k) instructions of
         width n; each occupies the tensor core for its issue-to-issue interval
-        ``max(issue_min, issue_base + issue_per_n * n)``.
+        ``max(issue_min, issue_base + issue_per_n * n)`` (``issue_min``: the profile's
+        ``mma_issue_min`` unless given).
         """
         insts = -(-m // self.mma_inst_m) * -(-k_elems // self.mma_inst_k)
-        per = max(self.mma_issue_min, self.mma_issue_base + self.mma_issue_per_n * n)
+        floor = self.mma_issue_min if issue_min is None else issue_min
+        per = max(floor, self.mma_issue_base + self.mma_issue_per_n * n)
         return per * insts, insts
 
     def unsupported(self, op) -> str | None:

@@ -351,6 +351,8 @@ _WIDTH = "width"
 """Bytes one lane moves per ld.global: 1, 2, 4, 8 or 16 (PTX ld's .u8 .. .v4.u32)."""
 _WAYS = "ways"
 """An n-way shared-memory bank conflict: 1 (none) to 32 (every lane on one bank)."""
+_DESC = "descriptors"
+"""Where a wgmma builds its operand descriptors: "uniform" or "per_thread"."""
 _COMMON = {"issuer": (_ISSUER, False), "tile": (_TILE, False), "k": (_INT_OPT, False), "label": (_STR, False)}
 _MMA = {"m": (_POS, True), "n": (_POS, True), "k_elems": (_POS, True), "reads": (_ACCESSES, False),
         "writes": (_ACCESSES, False), "accumulate": (_BOOL, False)}
@@ -378,7 +380,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "mma_sync": {"m": (_POS, True), "n": (_POS, True), "k_elems": (_POS, True)},
     "mma": dict(_MMA),
     "mma_commit": {"barrier": (_BARRIER, True), "use": (_INT, True)},
-    "wgmma": dict(_MMA),
+    "wgmma": {**_MMA, "descriptors": (_DESC, False)},
     "wgmma_commit": {},
     "wgmma_wait": {"n": (_NONNEG, False)},
     "tmem_load": {"bytes": (_POS, True), "src": (_ACCESS, True)},
@@ -456,6 +458,9 @@ class _Sched:
                 j.refuse("sched.size", f"{where} = {v} must be positive")
             elif v > 32:
                 j.refuse("sched.range", f"{where} = {v} is more than 32-way")
+        elif typ == _DESC:
+            if v not in ("uniform", "per_thread"):
+                j.refuse("sched.range", f"{where} = {_short(v)} is no descriptor path")
         elif typ == _INT_OPT:
             if v is not None and not is_int(v):
                 j.refuse("sched.type", f"{where} = {_short(v)}")

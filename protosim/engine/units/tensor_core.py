@@ -52,7 +52,7 @@ class TensorCoreUnit(Unit):
         super().__init__(machine)
         self.issuers: dict[CtaState, MmaIssuers] = {}
         self.wgmma = GroupTable(machine, "wgmma_wait", shared=True)
-        self._shapes: dict[tuple[int, int, int], tuple[float, int]] = {}
+        self._shapes: dict[tuple[int, int, int, str], tuple[float, int]] = {}
 
     def handlers(self) -> dict[type[Op], Handler]:
         return {
@@ -74,11 +74,15 @@ class TensorCoreUnit(Unit):
         del self.issuers[cta]  # a commit still in flight captured what it needs
 
     def shape(self, op: Mma | Wgmma | MmaSync) -> tuple[float, int]:
-        """(occupancy, instructions) of an MMA tile op, computed once per shape."""
-        key = (op.m, op.n, op.k_elems)
+        """(occupancy, instructions) of an MMA tile op, computed once per shape.  A wgmma whose
+        descriptors are built in per-thread registers has a longer floor per instruction (the
+        R2UR moves before each: docs/semantics.md "wgmma")."""
+        desc = getattr(op, "descriptors", "uniform")
+        key = (op.m, op.n, op.k_elems, desc)
         shape = self._shapes.get(key)
         if shape is None:
-            shape = self._shapes[key] = self.arch.mma_cycles(*key)
+            floor = self.arch.wgmma_per_thread_desc_issue_min if desc == "per_thread" else None
+            shape = self._shapes[key] = self.arch.mma_cycles(op.m, op.n, op.k_elems, floor)
         return shape
 
     def mma_issue_cost(self, w: WarpState, op: Mma | Wgmma) -> float:

@@ -384,13 +384,20 @@ class MmaSync(Op):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GlobalStore(Op):
-    """Registers -> global memory by each executing warp (the v1-v3 epilogue)."""
+    """Registers -> global memory by each executing warp (the v1-v3 epilogue).
+
+    ``store_bytes``: bytes one lane writes per ``st.global`` (1 .. 16), so the op is
+    ``bytes / (lanes x store_bytes)`` warp store instructions.  An SM issues those at a fixed
+    cost per instruction whatever their width, and the chip's L2 takes so many per cycle
+    (docs/semantics.md "Global stores"): the seed's Hopper epilogue, 2-byte stores per element,
+    takes 8x the instructions of 16-byte ones."""
 
     kind: ClassVar[str] = "global_store"
     unit: ClassVar[str] = "lsu"
     global_io: ClassVar[str | None] = "write"
     per_warp: ClassVar[bool] = True
     bytes: int
+    store_bytes: int = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -726,9 +733,9 @@ _DATACLASSES.save()  # the last dataclass of the module is above
 
 L2_AT_LAUNCH = ("cold", "inputs")
 LOAD_WIDTHS = (1, 2, 4, 8, 16)
+"""Bytes per lane of one ``ld.global`` or ``st.global`` (.u8 .. .v4.u32; PTX ISA ld, st)."""
 MAX_BANK_WAYS = 32
 """A store's bank conflict is at most 32-way: shared memory has 32 banks, a warp 32 lanes."""
-"""Bytes per lane of one ``ld.global`` (.u8 .. .v4.u32; PTX ISA ld)."""
 MAX_REGS_PER_THREAD = 255
 """The most registers ptxas gives a thread (CUDA Programming Guide, compute capabilities table)."""
 MAX_PARTS = 1024
@@ -783,6 +790,9 @@ def validate(s: Schedule) -> None:
                                         f"{' or '.join(map(repr, WGMMA_DESCRIPTORS))}")
                 if isinstance(op, ThreadCopy) and op.load_bytes not in LOAD_WIDTHS:
                     raise ScheduleError(f"{where}: load_bytes = {op.load_bytes}; an ld.global moves "
+                                        f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")
+                if isinstance(op, GlobalStore) and op.store_bytes not in LOAD_WIDTHS:
+                    raise ScheduleError(f"{where}: store_bytes = {op.store_bytes}; an st.global moves "
                                         f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")
                 for acc in op.accesses():
                     buf = buffers.get(acc.buffer)

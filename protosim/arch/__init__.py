@@ -107,6 +107,10 @@ class ArchProfile:
     smem_bytes_per_clk: float
     smem_latency: float
     global_store_latency: float
+    global_store_issue_cycles: float
+    """One SM's cost per warp ``st.global`` instruction, whatever its width."""
+    global_store_chip_per_clk: float
+    """Warp ``st.global`` instructions the chip's L2 takes per cycle, all SMs together."""
     cta_sync_cycles: float
     fence_cycles: float
     op_issue_cycles: float

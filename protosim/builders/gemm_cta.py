@@ -110,6 +110,12 @@ class KernelFamily:
     at 128 -- the same 3 CTAs per SM); the seed accumulates in TMEM and its epilogue's
     ``tcgen05.ld`` holds BLK_N registers, 136 at BLK_N 128 (one build: BLK_N + 8)."""
 
+    direct_store_bytes: int
+    """v1-v3's epilogue straight to global memory as compiled: Hopper's ``D[r, c] = acc``
+    per element lowers to one 2-byte ``STG.E.U16`` each (ptxas 13.0: 128 per thread at BLK_N
+    128); the seed's ``Tx.copy`` of a thread's row to 16-byte ``STG.E.128`` (16 per thread)
+    (results/silicon/microbench/2026-12-01_h200_global_store.md)."""
+
     epilogue_store: str
     """How the TMA steps' epilogue writes the accumulator into the D tile (the lowered CUDA of
     each family): ``fragment_rows`` -- Hopper: each thread's wgmma fragment, one 32-bit store per
@@ -132,10 +138,12 @@ class KernelFamily:
 
 SEED = KernelFamily("seed_sm100", init_every_stage=False, prologue_fences=("proxy_async", "mbarrier_init"),
                     copy_sync=CTA, store_entry_sync=CTA, store_sync=10, tile_end_sync=CTA, tcgen05_fences=True,
-                    clamp_grid=False, copy_load_bytes=16, copy_regs_extra=8, epilogue_store="swizzled_rows")
+                    clamp_grid=False, copy_load_bytes=16, copy_regs_extra=8, direct_store_bytes=16,
+                    epilogue_store="swizzled_rows")
 HOPPER = KernelFamily("hopper", init_every_stage=True, prologue_fences=("mbarrier_init",),
                       copy_sync=2, store_entry_sync=1, store_sync=1, tile_end_sync=2, tcgen05_fences=False,
-                      clamp_grid=True, copy_load_bytes=2, copy_regs_extra=32, epilogue_store="fragment_rows")
+                      clamp_grid=True, copy_load_bytes=2, copy_regs_extra=32, direct_store_bytes=2,
+                      epilogue_store="fragment_rows")
 
 
 def family(arch: ArchProfile) -> KernelFamily:
@@ -276,7 +284,8 @@ class GemmCta:
     def store_direct(self, tile: tuple[int, int]) -> None:
         """v1-v3: each thread writes its output row straight to global memory."""
         self.accumulator_to_registers(tile)
-        self.ops.append(GlobalStore(bytes=32 * self.cfg.BLK_N * F16_BYTES, tile=tile))
+        self.ops.append(GlobalStore(bytes=32 * self.cfg.BLK_N * F16_BYTES, store_bytes=self.family.direct_store_bytes,
+                                    tile=tile))
 
     def store_tma(self, tile: tuple[int, int]) -> None:
         """v4+: registers -> Dsmem -> one thread's TMA store, drained before reuse; the

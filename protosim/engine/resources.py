@@ -103,6 +103,8 @@ class MemorySystem:
         """Tensors in L2 at launch: the first touch of their tiles hits."""
         self.l2_pipe = Pipe(arch.l2_bytes_per_clk)
         self.hbm_pipe = Pipe(arch.hbm_bytes_per_clk)
+        self.store_pipe = Pipe(arch.global_store_chip_per_clk)
+        """Warp ``st.global`` instructions, all SMs together (the L2 takes so many per cycle)."""
         self.capacity = arch.l2_bytes
         self._lru: OrderedDict[str, int] = OrderedDict()
         self._used = 0
@@ -183,6 +185,8 @@ class SmUnits:
         self.index = index
         self.tma = Pipe(arch.tma_sm_bytes_per_clk)
         self.lsu = Pipe(arch.lsu_bytes_per_clk)
+        self.stores = Pipe(1.0 / arch.global_store_issue_cycles)
+        """Warp ``st.global`` instructions this SM issues (a fixed cost each, whatever the width)."""
         self.smem = Pipe(arch.smem_bytes_per_clk)
         self.mma = MmaUnit()
         self.tmem_free = arch.tmem_columns

@@ -372,7 +372,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "thread_copy": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False), "load_bytes": (_WIDTH, False),
                     "in_flight": (_NONNEG, False)},
     "smem_store": {"bytes": (_POS, True), "dst": (_ACCESS, True), "bank_ways": (_WAYS, False)},
-    "global_store": {"bytes": (_POS, True)},
+    "global_store": {"bytes": (_POS, True), "store_bytes": (_WIDTH, False)},
     "cp_async": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False)},
     "cp_async_commit": {},
     "cp_async_wait": {"n": (_NONNEG, False)},

@@ -112,11 +112,17 @@ class LsuUnit(Unit):
             w.lane_writes[resolve.slot(w, op.dst)] = seq
 
     def global_store(self, w: WarpState, i: int, op: GlobalStore) -> simpy.Event:
-        # Stores retire asynchronously; the warp pays only for pushing bytes into the LSU.
-        m = self.m
+        """``st.global``: the warp is held while its store instructions issue -- a fixed cost
+        each on its SM, and a chip-wide rate shared with every SM's stores -- and the kernel
+        is not over until the last of them has landed, ``global_store_latency`` later
+        (docs/semantics.md "Global stores")."""
+        m, arch = self.m, self.arch
         now = m.env.now
+        instructions = -(-op.bytes // (THREADS[op.issuer] * op.store_bytes))
+        issued = max(w.cta.sm.stores.serve(now, instructions), m.memory.store_pipe.serve(now, instructions))
         m.memory.write(now, op.bytes)
-        return m.env.timeout(w.cta.sm.lsu.serve(now, op.bytes) - now)
+        m.at(issued + m.timing.scale(arch.global_store_latency), _landed)
+        return m.env.timeout(issued - now)
 
     # -- cp.async groups (Ampere-style software pipelines) ---------------------------
     def cp_async_copy(self, w: WarpState, i: int, op: CpAsync) -> None:
@@ -142,3 +148,8 @@ class LsuUnit(Unit):
                 lane = self.lane_copies.pop(op_id, None)
                 if lane is not None:
                     w.lane_writes[lane[0]] = lane[1]
+
+
+def _landed() -> None:
+    """A warp's stores landed: nothing to do but be an event, so that the replay (the kernel)
+    lasts until then."""

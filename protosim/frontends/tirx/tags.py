@@ -536,8 +536,12 @@ def _draft(r: Raw, issuer: str, sleep_warp: int | None, first: int, warps: int, 
         d.writes.append(("dst", Access(t.buf.name, stage, "", part)))
         return d
     if k == "global_store":
-        return Draft(GlobalStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), _glob=f["glob"],
-                     _lo=list(f["lo"]), _hi=list(f["hi"]))
+        # A thread's store site as ptxas emits it: an element store stays that wide (STG.E.U16 for
+        # fp16, the Hopper epilogue), a thread's contiguous run becomes 16-byte stores (STG.E.128,
+        # the seed's row copy) -- results/silicon/microbench/2026-12-01_h200_global_store.md
+        width = next(w for w in (16, 8, 4, 2, 1) if f["bytes"] % w == 0)
+        return Draft(GlobalStore, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps), store_bytes=width,
+                     _glob=f["glob"], _lo=list(f["lo"]), _hi=list(f["hi"]))
     if k == "local_load":
         d = Draft(LocalLoad, r, issuer=issuer, bytes=_per_warp_bytes(r, first, warps))
         d.reads.append(("src", _access(f["src"], storage)))

@@ -67,6 +67,12 @@ def test_a_full_chip_of_stores_is_held_to_the_chip_s_rate():
     assert one_per_sm == pytest.approx(arch.sm_count * 512 / arch.global_store_chip_per_clk + arch.global_store_latency)
 
 
+def test_an_sm_that_only_stores_counts_as_used():
+    from protosim.verdict import judge
+
+    assert judge(tile_stores(2, 64, 2))[0].timing.sms_used == 2
+
+
 def test_the_builders_state_the_epilogue_s_store_width():
     def widths(arch: str) -> set[int]:
         s = BUILDERS["hgemm_v3"](GemmConfig(M=256, N=256, K=128, arch=arch))

@@ -286,7 +286,7 @@ class Machine:
             stats.tma_busy += sm.tma.busy
             stats.mma_busy += sm.mma.busy
             stats.lsu_busy += sm.lsu.busy
-            if sm.tma.busy or sm.mma.busy or sm.lsu.busy:
+            if sm.tma.busy or sm.mma.busy or sm.lsu.busy or sm.stores.busy:
                 stats.sms_used += 1
         stats.l2_busy = self.memory.l2_pipe.busy
         stats.hbm_busy = self.memory.hbm_pipe.busy

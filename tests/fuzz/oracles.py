@@ -88,6 +88,8 @@ TCGEN05_OPS = ("mma", "mma_commit", "tmem_load", "wait_ld", "tmem_alloc", "tmem_
 WGMMA_OPS = ("wgmma", "wgmma_commit", "wgmma_wait")
 TMA_OPS = ("tma_load", "tma_store")
 ISSUERS = ("all", "warp0", "one", "each_warp")
+DESCRIPTOR_PATHS = ("uniform", "per_thread")
+"""Where a wgmma builds its operand descriptors (the schedule JSON's ``descriptors``)."""
 
 
 def finding_kinds() -> tuple[str, ...]:
@@ -459,7 +461,7 @@ class _Sched:
             elif v > 32:
                 j.refuse("sched.range", f"{where} = {v} is more than 32-way")
         elif typ == _DESC:
-            if v not in ("uniform", "per_thread"):
+            if not isinstance(v, str) or v not in DESCRIPTOR_PATHS:
                 j.refuse("sched.range", f"{where} = {_short(v)} is no descriptor path")
         elif typ == _INT_OPT:
             if v is not None and not is_int(v):

@@ -1,0 +1,95 @@
+// How many global loads one SM keeps in flight (issue 16: why co-resident thread copies slow
+// each other).  Each warp runs `rounds` rounds; a round issues W independent loads back to back
+// and then stores their XOR to shared memory, which waits for all W -- a window of W loads, as
+// in the seed's v2/v3 copy, where ptxas hoists 13-16 LDG.E.U16 above their STS.U16.  (A store of
+// each value to one slot lets ptxas drop all loads but the last: the stores overwrite each other.)  Every load of a warp reads a different
+// L2-resident chunk: chunk ((r * W + j) * total_warps + global_warp) mod nchunks.
+//   LANE_BYTES 2   ld.u16: a warp instruction reads 64 contiguous bytes (the seed's copy: 2 sectors)
+//   LANE_BYTES 4   ld.u32: 128 bytes (4 sectors, one line)
+//   LANE_BYTES 16  ld.v4.u32: 512 bytes (16 sectors, four lines; Triton's and the Blackwell copy)
+//   CG 1: ld.global.cg (L2 only); CG 0: ld.global.nc (the LDG.E.CONSTANT the seed's copy is)
+// __launch_bounds__(128, 1): without the minimum-CTAs hint ptxas holds the kernel to ~32 registers
+// and reuses load destinations, so a round of 32 has only ~5-8 loads out (read in its SASS); with
+// it every W-load round issues all W before the first XOR (checked for all 24 kernels, cuobjdump).
+// Per CTA: %smid, and clock64 at the start and the end (after a __syncthreads), so the runner
+// knows how many CTAs shared each SM while they ran.  kernels/runner/load_window.py runs it.
+// Build (CPU machine):
+//   nvcc -cubin -arch=sm_90a -O3 -o load_window.sm_90a.cubin load_window.cu
+#include <cstdint>
+
+constexpr int CHUNK = 512;  // bytes between two chunks: every load starts a new line, even the 512-byte one
+
+template <int LANE_BYTES, int CG>
+__device__ __forceinline__ void load(uint4 &v, const char *p) {
+    if (LANE_BYTES == 2) {
+        unsigned short h;
+        if (CG) asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(h) : "l"(p) : "memory");
+        else asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p) : "memory");
+        v.x = h;
+    } else if (LANE_BYTES == 4) {
+        if (CG) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v.x) : "l"(p) : "memory");
+        else asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v.x) : "l"(p) : "memory");
+    } else {
+        if (CG) asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+        else asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    }
+}
+
+template <int LANE_BYTES>
+__device__ __forceinline__ void store(uint32_t addr, const uint4 &v) {
+    if (LANE_BYTES == 2) asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"((unsigned short)v.x) : "memory");
+    else if (LANE_BYTES == 4) asm volatile("st.shared.u32 [%0], %1;" :: "r"(addr), "r"(v.x) : "memory");
+    else asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+
+template <int W, int LANE_BYTES, int CG>
+__device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, int rounds, long long *out) {
+    __shared__ __align__(16) uint4 slot[128];
+    const int tx = threadIdx.x, lane = tx % 32;
+    const unsigned total_warps = gridDim.x * (blockDim.x / 32);
+    const unsigned gwarp = blockIdx.x * (blockDim.x / 32) + tx / 32;
+    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx]);
+    unsigned chunk = gwarp % nchunks;
+    const unsigned step = total_warps % nchunks;
+    uint32_t smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    __syncthreads();
+    long long t0 = clock64();
+#pragma unroll 1  // one round per iteration: unrolled, ptxas hoists the next round's loads into this one's window
+    for (int r = 0; r < rounds; ++r) {
+        const char *p[W];
+        uint4 v[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j) {  // addresses first, so that the W loads issue back to back
+            p[j] = buf + (size_t)chunk * CHUNK + lane * LANE_BYTES;
+            chunk += step;
+            if (chunk >= nchunks) chunk -= nchunks;
+        }
+#pragma unroll
+        for (int j = 0; j < W; ++j) load<LANE_BYTES, CG>(v[j], p[j]);
+        uint4 x = v[0];
+#pragma unroll
+        for (int j = 1; j < W; ++j) { x.x ^= v[j].x; x.y ^= v[j].y; x.z ^= v[j].z; x.w ^= v[j].w; }
+        store<LANE_BYTES>(dst, x);
+    }
+    __syncthreads();
+    long long t1 = clock64();
+    if (tx == 0) {
+        out[3 * blockIdx.x] = smid;
+        out[3 * blockIdx.x + 1] = t0;
+        out[3 * blockIdx.x + 2] = t1;
+    }
+}
+
+#define WINDOW(W, B, CG, NAME) \
+extern "C" __global__ void __launch_bounds__(128, 1) NAME(const char *__restrict__ buf, unsigned nchunks, int rounds, long long *out) { \
+    rounds_of_loads<W, B, CG>(buf, nchunks, rounds, out); \
+}
+#define WIDTHS(W) \
+WINDOW(W, 2, 1, w##W##_b2_cg) WINDOW(W, 4, 1, w##W##_b4_cg) WINDOW(W, 16, 1, w##W##_b16_cg) WINDOW(W, 2, 0, w##W##_b2_nc)
+WIDTHS(1)
+WIDTHS(2)
+WIDTHS(4)
+WIDTHS(8)
+WIDTHS(16)
+WIDTHS(32)

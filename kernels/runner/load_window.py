@@ -1,0 +1,98 @@
+"""How many global loads an SM keeps in flight, on the GPU (issue 16: co-resident thread copies).
+
+kernels/microbench/load_window.cu: every warp of 128-thread CTAs runs rounds of W independent
+loads, all issued before the first is consumed (W = 1 .. 32; checked in the SASS), from
+L2-resident memory, each load a new line.  Grids of 132 x c CTAs put c CTAs on each SM (as far
+as registers allow: the kernel records %smid and each CTA's start and end, and the rows say how
+many CTAs actually overlapped on an SM).  If an SM served any number of outstanding loads, a
+round would take one L2 latency whatever W and c; where it serves at most some number at once,
+a round's time grows with W x warps per SM past that number.  Run on the GPU machine:
+
+    python -m kernels.runner.load_window --cubin B/load_window.sm_90a.cubin --out results.jsonl
+
+One JSON line per (kernel, grid): W, bytes per lane (2: the seed's LDG.E.U16 copy, 64 bytes per
+warp instruction; 4; 16: 512 bytes), ``cg`` (ld.global.cg, L2 only) or ``nc`` (ld.global.nc, the
+copy's LDG.E.CONSTANT), CTAs overlapping per SM (median over SMs), cycles per round (median
+CTA), warp loads in flight per SM (W x 4 warps x overlapping CTAs) and warp loads served per
+cycle per SM (median over SMs: loads / the SM's busy span).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import sys
+
+from . import timing as T
+from .launch_cost import Driver, cubin_bench_exit
+from .tma_stream import SM_COUNT
+
+WINDOWS = (1, 2, 4, 8, 16, 32)
+KERNELS = (("b2", "cg"), ("b4", "cg"), ("b16", "cg"), ("b2", "nc"))
+CTAS_PER_SM = (1, 2, 4, 8, 16)
+LOADS_PER_WARP = 256
+WARPS = 4
+BUFFER = 32 << 20
+"""32 MiB: L2-resident on the H200 (50 MiB) after the warm-up launches."""
+CHUNK = 512  # load_window.cu: bytes between two chunks
+
+
+def overlap(spans: list[tuple[int, int]]) -> int:
+    """The most of these (start, end) intervals open at one instant."""
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    most = now = 0
+    for _, d in edges:
+        now += d
+        most = max(most, now)
+    return most
+
+
+def summarize(records: list[list[int]], w: int, rounds: int) -> dict:
+    """Per-SM numbers from each CTA's (smid, t0, t1)."""
+    by_sm: dict[int, list[tuple[int, int]]] = {}
+    for sm, t0, t1 in records:
+        by_sm.setdefault(sm, []).append((t0, t1))
+    per_round = [(t1 - t0) / rounds for _, t0, t1 in records]
+    conc = [overlap(s) for s in by_sm.values()]
+    rate = [len(s) * WARPS * rounds * w / (max(b for _, b in s) - min(a for a, _ in s)) for s in by_sm.values()]
+    return {"sms": len(by_sm), "ctas_overlapping_median": statistics.median(conc), "ctas_overlapping_max": max(conc),
+            "cycles_per_round_median": round(statistics.median(per_round), 1),
+            "cycles_per_round_max": round(max(per_round), 1),
+            "in_flight_per_sm": w * WARPS * statistics.median(conc),
+            "warp_loads_per_clk_per_sm": round(statistics.median(rate), 4)}
+
+
+def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    buf = torch.randint(0, 255, (BUFFER,), dtype=torch.uint8, device="cuda")
+    nchunks = BUFFER // CHUNK
+    rows = []
+    for width, op in KERNELS:
+        for w in WINDOWS:
+            name = f"w{w}_{width}_{op}"
+            fn = drv.function(cubin, name, 0)
+            rounds = LOADS_PER_WARP // w
+            for c in CTAS_PER_SM:
+                grid = SM_COUNT * c
+                out = torch.zeros(3 * grid, dtype=torch.int64, device="cuda")
+                args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(rounds),
+                        ctypes.c_void_p(out.data_ptr())]
+                t = T.kernel_time(torch, drv.launcher(fn, grid, 128, 0, stream, args), reps=reps, warmup=2)
+                row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op, "grid": grid,
+                       "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": WARPS,
+                       **summarize(out.view(grid, 3).cpu().tolist(), w, rounds), "kernel_ms": t}
+                rows.append(row)
+                print(f"{name:<11} grid {grid:>5} overlap {row['ctas_overlapping_median']:>4} in flight/SM "
+                      f"{row['in_flight_per_sm']:>6}: {row['cycles_per_round_median']:8.1f} cyc/round, "
+                      f"{row['warp_loads_per_clk_per_sm']:.3f} warp loads/clk/SM, kernel {t['median'] * 1e3:8.2f} us", flush=True)
+                del out
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cubin_bench_exit("load_window", __doc__, argv, measure, 5, "JSON lines, one per (kernel, grid)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

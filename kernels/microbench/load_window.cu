@@ -1,9 +1,9 @@
 // How many global loads one SM keeps in flight (issue 16: why co-resident thread copies slow
-// each other).  Each warp runs `rounds` rounds; a round issues W independent loads back to back
+// each other).  Each warp runs 256 / W rounds; a round issues W independent loads back to back
 // and then stores their XOR to shared memory, which waits for all W -- a window of W loads, as
 // in the seed's v2/v3 copy, where ptxas hoists 13-16 LDG.E.U16 above their STS.U16.  (A store of
 // each value to one slot lets ptxas drop all loads but the last: the stores overwrite each other.)  Every load of a warp reads a different
-// L2-resident chunk: chunk ((r * W + j) * total_warps + global_warp) mod nchunks.
+// L2-resident chunk of 512 bytes.
 //   LANE_BYTES 2   ld.u16: a warp instruction reads 64 contiguous bytes (the seed's copy: 2 sectors)
 //   LANE_BYTES 4   ld.u32: 128 bytes (4 sectors, one line)
 //   LANE_BYTES 16  ld.v4.u32: 512 bytes (16 sectors, four lines; Triton's and the Blackwell copy)
@@ -18,6 +18,7 @@
 #include <cstdint>
 
 constexpr int CHUNK = 512;  // bytes between two chunks: every load starts a new line, even the 512-byte one
+constexpr int LOADS = 256;  // loads per warp in the kernel: LOADS / W rounds
 
 template <int LANE_BYTES, int CG>
 __device__ __forceinline__ void load(uint4 &v, const char *p) {
@@ -43,34 +44,33 @@ __device__ __forceinline__ void store(uint32_t addr, const uint4 &v) {
 }
 
 template <int W, int LANE_BYTES, int CG>
-__device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, int rounds, long long *out) {
+__device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, long long *out) {
     __shared__ __align__(16) uint4 slot[128];
     const int tx = threadIdx.x, lane = tx % 32;
-    const unsigned total_warps = gridDim.x * (blockDim.x / 32);
     const unsigned gwarp = blockIdx.x * (blockDim.x / 32) + tx / 32;
     const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx]);
-    unsigned chunk = gwarp % nchunks;
-    const unsigned step = total_warps % nchunks;
+    // Warp g reads chunks g * LOADS .. g * LOADS + LOADS - 1 (mod nchunks): a round's W loads are
+    // one base register plus immediate offsets, as in the seed's unrolled copy -- no arithmetic
+    // between the loads (a first version computed each address with a wrap-around test: a
+    // dependent chain of ~26 cycles per load, which the round times measured instead of the loads).
+    const char *const base = buf + lane * LANE_BYTES;
+    unsigned chunk = (gwarp * LOADS) % nchunks;  // a multiple of W: nchunks and LOADS are
     uint32_t smid;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     __syncthreads();
     long long t0 = clock64();
 #pragma unroll 1  // one round per iteration: unrolled, ptxas hoists the next round's loads into this one's window
-    for (int r = 0; r < rounds; ++r) {
-        const char *p[W];
+    for (int r = 0; r < LOADS / W; ++r) {
+        const char *p = base + (size_t)chunk * CHUNK;
         uint4 v[W];
 #pragma unroll
-        for (int j = 0; j < W; ++j) {  // addresses first, so that the W loads issue back to back
-            p[j] = buf + (size_t)chunk * CHUNK + lane * LANE_BYTES;
-            chunk += step;
-            if (chunk >= nchunks) chunk -= nchunks;
-        }
-#pragma unroll
-        for (int j = 0; j < W; ++j) load<LANE_BYTES, CG>(v[j], p[j]);
+        for (int j = 0; j < W; ++j) load<LANE_BYTES, CG>(v[j], p + j * CHUNK);
         uint4 x = v[0];
 #pragma unroll
         for (int j = 1; j < W; ++j) { x.x ^= v[j].x; x.y ^= v[j].y; x.z ^= v[j].z; x.w ^= v[j].w; }
         store<LANE_BYTES>(dst, x);
+        chunk += W;
+        if (chunk >= nchunks) chunk = 0;
     }
     __syncthreads();
     long long t1 = clock64();
@@ -82,8 +82,8 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
 }
 
 #define WINDOW(W, B, CG, NAME) \
-extern "C" __global__ void __launch_bounds__(128, 1) NAME(const char *__restrict__ buf, unsigned nchunks, int rounds, long long *out) { \
-    rounds_of_loads<W, B, CG>(buf, nchunks, rounds, out); \
+extern "C" __global__ void __launch_bounds__(128, 1) NAME(const char *__restrict__ buf, unsigned nchunks, long long *out) { \
+    rounds_of_loads<W, B, CG>(buf, nchunks, out); \
 }
 #define WIDTHS(W) \
 WINDOW(W, 2, 1, w##W##_b2_cg) WINDOW(W, 4, 1, w##W##_b4_cg) WINDOW(W, 16, 1, w##W##_b16_cg) WINDOW(W, 2, 0, w##W##_b2_nc)

@@ -30,11 +30,11 @@ from .tma_stream import SM_COUNT
 WINDOWS = (1, 2, 4, 8, 16, 32)
 KERNELS = (("b2", "cg"), ("b4", "cg"), ("b16", "cg"), ("b2", "nc"))
 CTAS_PER_SM = (1, 2, 4, 8, 16)
-LOADS_PER_WARP = 256
+LOADS_PER_WARP = 256  # load_window.cu LOADS
 WARPS = 4
 BUFFER = 32 << 20
 """32 MiB: L2-resident on the H200 (50 MiB) after the warm-up launches."""
-CHUNK = 512  # load_window.cu: bytes between two chunks
+CHUNK = 512  # load_window.cu: bytes between two chunks (BUFFER / CHUNK must be a multiple of every W)
 
 
 def overlap(spans: list[tuple[int, int]]) -> int:
@@ -76,8 +76,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
             for c in CTAS_PER_SM:
                 grid = SM_COUNT * c
                 out = torch.zeros(3 * grid, dtype=torch.int64, device="cuda")
-                args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(rounds),
-                        ctypes.c_void_p(out.data_ptr())]
+                args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_void_p(out.data_ptr())]
                 t = T.kernel_time(torch, drv.launcher(fn, grid, 128, 0, stream, args), reps=reps, warmup=2)
                 row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op, "grid": grid,
                        "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": WARPS,

@@ -44,10 +44,12 @@ __device__ __forceinline__ void store(uint32_t addr, const uint4 &v) {
 }
 
 template <int W, int LANE_BYTES, int CG>
-__device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, long long *out) {
+__device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
     __shared__ __align__(16) uint4 slot[128];
     const int tx = threadIdx.x, lane = tx % 32;
-    const unsigned gwarp = blockIdx.x * (blockDim.x / 32) + tx / 32;
+    // `share` consecutive CTAs (each on its own SM: the launch spreads CTAs over the SMs first)
+    // read the same chunks at the same time, as the CTAs of a GEMM row read one A tile.
+    const unsigned gwarp = (blockIdx.x / share) * (blockDim.x / 32) + tx / 32;
     const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx]);
     // Warp g reads chunks g * LOADS .. g * LOADS + LOADS - 1 (mod nchunks): a round's W loads are
     // one base register plus immediate offsets, as in the seed's unrolled copy -- no arithmetic
@@ -82,8 +84,8 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
 }
 
 #define WINDOW(W, B, CG, NAME) \
-extern "C" __global__ void __launch_bounds__(128, 1) NAME(const char *__restrict__ buf, unsigned nchunks, long long *out) { \
-    rounds_of_loads<W, B, CG>(buf, nchunks, out); \
+extern "C" __global__ void __launch_bounds__(128, 1) NAME(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) { \
+    rounds_of_loads<W, B, CG>(buf, nchunks, share, out); \
 }
 #define WIDTHS(W) \
 WINDOW(W, 2, 1, w##W##_b2_cg) WINDOW(W, 4, 1, w##W##_b4_cg) WINDOW(W, 16, 1, w##W##_b16_cg) WINDOW(W, 2, 0, w##W##_b2_nc)

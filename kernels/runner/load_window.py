@@ -10,11 +10,12 @@ a round's time grows with W x warps per SM past that number.  Run on the GPU mac
 
     python -m kernels.runner.load_window --cubin B/load_window.sm_90a.cubin --out results.jsonl
 
-One JSON line per (kernel, grid): W, bytes per lane (2: the seed's LDG.E.U16 copy, 64 bytes per
+One JSON line per (kernel, grid, share): W, bytes per lane (2: the seed's LDG.E.U16 copy, 64 bytes per
 warp instruction; 4; 16: 512 bytes), ``cg`` (ld.global.cg, L2 only) or ``nc`` (ld.global.nc, the
 copy's LDG.E.CONSTANT), CTAs overlapping per SM (median over SMs), cycles per round (median
 CTA), warp loads in flight per SM (W x 4 warps x overlapping CTAs) and warp loads served per
-cycle per SM (median over SMs: loads / the SM's busy span).
+cycle per SM (median over SMs: loads / the SM's busy span).  Then a sharing sweep: ``share``
+consecutive CTAs read the same chunks at the same time (:data:`SHARING`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ LOADS_PER_WARP = 256  # load_window.cu LOADS
 WARPS = 4
 BUFFER = 32 << 20
 """32 MiB: L2-resident on the H200 (50 MiB) after the warm-up launches."""
+SHARING = (("b2", "nc"), (4, 16), (1, 4), (1, 8, 32, 128))
+"""The sharing sweep: (kernel, windows, CTAs per SM, shares): ``share`` consecutive CTAs, each on
+an SM of its own, read the same chunks at the same time -- as the CTAs of a GEMM row or column
+read one A or B tile (the v3 kernel at 2048^2 BLK_N 64: 32 CTAs read each A tile)."""
 CHUNK = 512  # load_window.cu: bytes between two chunks (BUFFER / CHUNK must be a multiple of every W)
 
 
@@ -68,29 +73,38 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     buf = torch.randint(0, 255, (BUFFER,), dtype=torch.uint8, device="cuda")
     nchunks = BUFFER // CHUNK
     rows = []
+
+    def run(width: str, op: str, w: int, c: int, share: int) -> None:
+        name = f"w{w}_{width}_{op}"
+        fn = drv.function(cubin, name, 0)
+        rounds = LOADS_PER_WARP // w
+        grid = SM_COUNT * c
+        out = torch.zeros(3 * grid, dtype=torch.int64, device="cuda")
+        args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(share), ctypes.c_void_p(out.data_ptr())]
+        t = T.kernel_time(torch, drv.launcher(fn, grid, 128, 0, stream, args), reps=reps, warmup=2)
+        row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op, "grid": grid, "share": share,
+               "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": WARPS,
+               **summarize(out.view(grid, 3).cpu().tolist(), w, rounds), "kernel_ms": t}
+        rows.append(row)
+        print(f"{name:<11} grid {grid:>5} share {share:>3} overlap {row['ctas_overlapping_median']:>4} in flight/SM "
+              f"{row['in_flight_per_sm']:>6}: {row['cycles_per_round_median']:8.1f} cyc/round, "
+              f"{row['warp_loads_per_clk_per_sm']:.3f} warp loads/clk/SM, kernel {t['median'] * 1e3:8.2f} us", flush=True)
+        del out
+
     for width, op in KERNELS:
         for w in WINDOWS:
-            name = f"w{w}_{width}_{op}"
-            fn = drv.function(cubin, name, 0)
-            rounds = LOADS_PER_WARP // w
             for c in CTAS_PER_SM:
-                grid = SM_COUNT * c
-                out = torch.zeros(3 * grid, dtype=torch.int64, device="cuda")
-                args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_void_p(out.data_ptr())]
-                t = T.kernel_time(torch, drv.launcher(fn, grid, 128, 0, stream, args), reps=reps, warmup=2)
-                row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op, "grid": grid,
-                       "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": WARPS,
-                       **summarize(out.view(grid, 3).cpu().tolist(), w, rounds), "kernel_ms": t}
-                rows.append(row)
-                print(f"{name:<11} grid {grid:>5} overlap {row['ctas_overlapping_median']:>4} in flight/SM "
-                      f"{row['in_flight_per_sm']:>6}: {row['cycles_per_round_median']:8.1f} cyc/round, "
-                      f"{row['warp_loads_per_clk_per_sm']:.3f} warp loads/clk/SM, kernel {t['median'] * 1e3:8.2f} us", flush=True)
-                del out
+                run(width, op, w, c, 1)
+    (width, op), windows, ctas, shares = SHARING
+    for w in windows:
+        for c in ctas:
+            for share in shares:
+                run(width, op, w, c, share)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cubin_bench_exit("load_window", __doc__, argv, measure, 5, "JSON lines, one per (kernel, grid)")
+    return cubin_bench_exit("load_window", __doc__, argv, measure, 5, "JSON lines, one per (kernel, grid, share)")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@
 //   LANE_BYTES 4   ld.u32: 128 bytes (4 sectors, one line)
 //   LANE_BYTES 16  ld.v4.u32: 512 bytes (16 sectors, four lines; Triton's and the Blackwell copy)
 //   CG 1: ld.global.cg (L2 only); CG 0: ld.global.nc (the LDG.E.CONSTANT the seed's copy is)
-// __launch_bounds__(128, 1): without the minimum-CTAs hint ptxas holds the kernel to ~32 registers
+// Launched with 128 threads: four load warps.  With 256, warps 4-7 wait on an mbarrier the load
+// warps complete at their end, polling it as the GEMM kernels' waits do (the `waiters` rows).
+// __launch_bounds__(256, 1): without the minimum-CTAs hint ptxas holds the kernel to ~32 registers
 // and reuses load destinations, so a round of 32 has only ~5-8 loads out (read in its SASS); with
 // it every W-load round issues all W before the first XOR (checked for all 24 kernels, cuobjdump).
 // Per CTA: %smid, and clock64 at the start and the end (after a __syncthreads), so the runner
@@ -46,10 +48,13 @@ __device__ __forceinline__ void store(uint32_t addr, const uint4 &v) {
 template <int W, int LANE_BYTES, int CG>
 __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
     __shared__ __align__(16) uint4 slot[128];
+    __shared__ __align__(8) unsigned long long loads_done;
     const int tx = threadIdx.x, lane = tx % 32;
+    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&loads_done);
+    if (tx == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 4;" :: "r"(bar) : "memory");
     // `share` consecutive CTAs (each on its own SM: the launch spreads CTAs over the SMs first)
     // read the same chunks at the same time, as the CTAs of a GEMM row read one A tile.
-    const unsigned gwarp = (blockIdx.x / share) * (blockDim.x / 32) + tx / 32;
+    const unsigned gwarp = (blockIdx.x / share) * 4 + tx / 32;
     const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx]);
     // Warp g reads chunks g * LOADS .. g * LOADS + LOADS - 1 (mod nchunks): a round's W loads are
     // one base register plus immediate offsets, as in the seed's unrolled copy -- no arithmetic
@@ -61,6 +66,19 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     __syncthreads();
     long long t0 = clock64();
+    if (tx >= 128) {
+        // Waiters (a launch of 256 threads): warps 4-7 wait for the four load warps as the v3
+        // kernel's warps wait for their MMA -- mbarrier.try_wait.parity in a loop that reads the
+        // clock (kernels/tirx/hopper.py bounded_wait) -- while co-resident CTAs copy.
+        uint32_t ok = 0;
+        long long spins = 0;
+        while (!ok) {
+            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                         : "=r"(ok) : "r"(bar) : "memory");
+            spins += clock64() & 1;
+        }
+        if (spins == -1) out[0] = 0;  // keeps the clock reads
+    } else {
 #pragma unroll 1  // one round per iteration: unrolled, ptxas hoists the next round's loads into this one's window
     for (int r = 0; r < LOADS / W; ++r) {
         const char *p = base + (size_t)chunk * CHUNK;
@@ -74,6 +92,8 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
         chunk += W;
         if (chunk >= nchunks) chunk = 0;
     }
+    if (lane == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+    }
     __syncthreads();
     long long t1 = clock64();
     if (tx == 0) {
@@ -84,7 +104,7 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
 }
 
 #define WINDOW(W, B, CG, NAME) \
-extern "C" __global__ void __launch_bounds__(128, 1) NAME(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) { \
+extern "C" __global__ void __launch_bounds__(256, 1) NAME(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) { \
     rounds_of_loads<W, B, CG>(buf, nchunks, share, out); \
 }
 #define WIDTHS(W) \

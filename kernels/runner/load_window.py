@@ -15,7 +15,8 @@ warp instruction; 4; 16: 512 bytes), ``cg`` (ld.global.cg, L2 only) or ``nc`` (l
 copy's LDG.E.CONSTANT), CTAs overlapping per SM (median over SMs), cycles per round (median
 CTA), warp loads in flight per SM (W x 4 warps x overlapping CTAs) and warp loads served per
 cycle per SM (median over SMs: loads / the SM's busy span).  Then a sharing sweep: ``share``
-consecutive CTAs read the same chunks at the same time (:data:`SHARING`).
+consecutive CTAs read the same chunks at the same time (:data:`SHARING`); and a waiters sweep:
+four more warps per CTA poll an mbarrier while the loads run (:data:`WAITERS`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ SHARING = (("b2", "nc"), (4, 16), (1, 4), (1, 8, 32, 128))
 """The sharing sweep: (kernel, windows, CTAs per SM, shares): ``share`` consecutive CTAs, each on
 an SM of its own, read the same chunks at the same time -- as the CTAs of a GEMM row or column
 read one A or B tile (the v3 kernel at 2048^2 BLK_N 64: 32 CTAs read each A tile)."""
+WAITERS = (("b2", "nc"), (8, 16), (1, 2, 4))
+"""The waiters sweep: the same kernels launched with 256 threads, warps 4-7 polling an mbarrier
+(``mbarrier.try_wait`` in a loop) until the four load warps are done -- do waiting warps slow
+the loads of their SM?"""
 CHUNK = 512  # load_window.cu: bytes between two chunks (BUFFER / CHUNK must be a multiple of every W)
 
 
@@ -74,19 +79,19 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     nchunks = BUFFER // CHUNK
     rows = []
 
-    def run(width: str, op: str, w: int, c: int, share: int) -> None:
+    def run(width: str, op: str, w: int, c: int, share: int, threads: int = 128) -> None:
         name = f"w{w}_{width}_{op}"
         fn = drv.function(cubin, name, 0)
         rounds = LOADS_PER_WARP // w
         grid = SM_COUNT * c
         out = torch.zeros(3 * grid, dtype=torch.int64, device="cuda")
         args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(share), ctypes.c_void_p(out.data_ptr())]
-        t = T.kernel_time(torch, drv.launcher(fn, grid, 128, 0, stream, args), reps=reps, warmup=2)
-        row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op, "grid": grid, "share": share,
+        t = T.kernel_time(torch, drv.launcher(fn, grid, threads, 0, stream, args), reps=reps, warmup=2)
+        row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op, "grid": grid, "share": share, "threads": threads,
                "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": WARPS,
                **summarize(out.view(grid, 3).cpu().tolist(), w, rounds), "kernel_ms": t}
         rows.append(row)
-        print(f"{name:<11} grid {grid:>5} share {share:>3} overlap {row['ctas_overlapping_median']:>4} in flight/SM "
+        print(f"{name:<11} grid {grid:>5} share {share:>3} threads {threads} overlap {row['ctas_overlapping_median']:>4} in flight/SM "
               f"{row['in_flight_per_sm']:>6}: {row['cycles_per_round_median']:8.1f} cyc/round, "
               f"{row['warp_loads_per_clk_per_sm']:.3f} warp loads/clk/SM, kernel {t['median'] * 1e3:8.2f} us", flush=True)
         del out
@@ -100,6 +105,11 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
         for c in ctas:
             for share in shares:
                 run(width, op, w, c, share)
+    (width, op), windows, ctas = WAITERS
+    for w in windows:
+        for c in ctas:
+            for threads in (128, 256):
+                run(width, op, w, c, 1, threads)
     return rows
 
 

@@ -45,9 +45,9 @@ __device__ __forceinline__ void store(uint32_t addr, const uint4 &v) {
     else asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
-template <int W, int LANE_BYTES, int CG>
+template <int W, int LANE_BYTES, int CG, int EACH = 0>
 __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
-    __shared__ __align__(16) uint4 slot[128];
+    __shared__ __align__(16) uint4 slot[EACH ? W * 8 * LANE_BYTES : 128];
     __shared__ __align__(8) unsigned long long loads_done;
     const int tx = threadIdx.x, lane = tx % 32;
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&loads_done);
@@ -55,7 +55,8 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
     // `share` consecutive CTAs (each on its own SM: the launch spreads CTAs over the SMs first)
     // read the same chunks at the same time, as the CTAs of a GEMM row read one A tile.
     const unsigned gwarp = (blockIdx.x / share) * 4 + tx / 32;
-    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx]);
+    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx % 128]);
+    const uint32_t dst_each = (uint32_t)__cvta_generic_to_shared(slot) + (tx % 128) * LANE_BYTES;
     // Warp g reads chunks g * LOADS .. g * LOADS + LOADS - 1 (mod nchunks): a round's W loads are
     // one base register plus immediate offsets, as in the seed's unrolled copy -- no arithmetic
     // between the loads (a first version computed each address with a wrap-around test: a
@@ -85,10 +86,15 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
         uint4 v[W];
 #pragma unroll
         for (int j = 0; j < W; ++j) load<LANE_BYTES, CG>(v[j], p + j * CHUNK);
-        uint4 x = v[0];
+        if (EACH) {  // each value to its own slot, as the seed's copy does: W shared stores per round
 #pragma unroll
-        for (int j = 1; j < W; ++j) { x.x ^= v[j].x; x.y ^= v[j].y; x.z ^= v[j].z; x.w ^= v[j].w; }
-        store<LANE_BYTES>(dst, x);
+            for (int j = 0; j < W; ++j) store<LANE_BYTES>(dst_each + j * 128 * LANE_BYTES, v[j]);
+        } else {
+            uint4 x = v[0];
+#pragma unroll
+            for (int j = 1; j < W; ++j) { x.x ^= v[j].x; x.y ^= v[j].y; x.z ^= v[j].z; x.w ^= v[j].w; }
+            store<LANE_BYTES>(dst, x);
+        }
         chunk += W;
         if (chunk >= nchunks) chunk = 0;
     }
@@ -115,3 +121,14 @@ WIDTHS(4)
 WIDTHS(8)
 WIDTHS(16)
 WIDTHS(32)
+// Each loaded value stored to its own shared slot (W STS.U16 per round, conflict-free): the seed's
+// copy has one shared store per load; do the stores share the loads' throughput?
+extern "C" __global__ void __launch_bounds__(256, 1) w8_b2_nc_each(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
+    rounds_of_loads<8, 2, 0, 1>(buf, nchunks, share, out);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) w16_b2_nc_each(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
+    rounds_of_loads<16, 2, 0, 1>(buf, nchunks, share, out);
+}
+extern "C" __global__ void __launch_bounds__(256, 1) w32_b2_nc_each(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
+    rounds_of_loads<32, 2, 0, 1>(buf, nchunks, share, out);
+}

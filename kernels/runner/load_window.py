@@ -16,7 +16,8 @@ copy's LDG.E.CONSTANT), CTAs overlapping per SM (median over SMs), cycles per ro
 CTA), warp loads in flight per SM (W x 4 warps x overlapping CTAs) and warp loads served per
 cycle per SM (median over SMs: loads / the SM's busy span).  Then a sharing sweep: ``share``
 consecutive CTAs read the same chunks at the same time (:data:`SHARING`); and a waiters sweep:
-four more warps per CTA poll an mbarrier while the loads run (:data:`WAITERS`).
+four more warps per CTA poll an mbarrier while the loads run (:data:`WAITERS`); and a stores sweep:
+one shared store per load, as in the seed's copy (:data:`EACH`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ WAITERS = (("b2", "nc"), (8, 16), (1, 2, 4))
 """The waiters sweep: the same kernels launched with 256 threads, warps 4-7 polling an mbarrier
 (``mbarrier.try_wait`` in a loop) until the four load warps are done -- do waiting warps slow
 the loads of their SM?"""
+EACH = (("b2", "nc_each"), (8, 16, 32))
+"""The stores sweep: every loaded value stored to its own shared slot, W ``STS.U16`` per round as in
+the seed's copy (one shared store per load), at every CTAs-per-SM count."""
 CHUNK = 512  # load_window.cu: bytes between two chunks (BUFFER / CHUNK must be a multiple of every W)
 
 
@@ -87,7 +91,8 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
         out = torch.zeros(3 * grid, dtype=torch.int64, device="cuda")
         args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(share), ctypes.c_void_p(out.data_ptr())]
         t = T.kernel_time(torch, drv.launcher(fn, grid, threads, 0, stream, args), reps=reps, warmup=2)
-        row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op, "grid": grid, "share": share, "threads": threads,
+        row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op.split("_")[0],
+               "store_each": op.endswith("_each"), "grid": grid, "share": share, "threads": threads,
                "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": WARPS,
                **summarize(out.view(grid, 3).cpu().tolist(), w, rounds), "kernel_ms": t}
         rows.append(row)
@@ -110,6 +115,10 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
         for c in ctas:
             for threads in (128, 256):
                 run(width, op, w, c, 1, threads)
+    (width, op), windows = EACH
+    for w in windows:
+        for c in CTAS_PER_SM:
+            run(width, op, w, c, 1)
     return rows
 
 

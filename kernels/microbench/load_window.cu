@@ -45,17 +45,17 @@ __device__ __forceinline__ void store(uint32_t addr, const uint4 &v) {
     else asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
-template <int W, int LANE_BYTES, int CG, int EACH = 0>
+template <int W, int LANE_BYTES, int CG, int EACH = 0, int LOADERS = 4>
 __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
-    __shared__ __align__(16) uint4 slot[EACH ? W * 8 * LANE_BYTES : 128];
+    __shared__ __align__(16) uint4 slot[EACH ? W * 8 * LANE_BYTES : 32 * LOADERS];
     __shared__ __align__(8) unsigned long long loads_done;
     const int tx = threadIdx.x, lane = tx % 32;
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&loads_done);
-    if (tx == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 4;" :: "r"(bar) : "memory");
+    if (tx == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(LOADERS) : "memory");
     // `share` consecutive CTAs (each on its own SM: the launch spreads CTAs over the SMs first)
     // read the same chunks at the same time, as the CTAs of a GEMM row read one A tile.
-    const unsigned gwarp = (blockIdx.x / share) * 4 + tx / 32;
-    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx % 128]);
+    const unsigned gwarp = (blockIdx.x / share) * LOADERS + tx / 32;
+    const uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot[tx % (32 * LOADERS)]);
     const uint32_t dst_each = (uint32_t)__cvta_generic_to_shared(slot) + (tx % 128) * LANE_BYTES;
     // Warp g reads chunks g * LOADS .. g * LOADS + LOADS - 1 (mod nchunks): a round's W loads are
     // one base register plus immediate offsets, as in the seed's unrolled copy -- no arithmetic
@@ -67,7 +67,7 @@ __device__ void rounds_of_loads(const char *__restrict__ buf, unsigned nchunks, 
     asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     __syncthreads();
     long long t0 = clock64();
-    if (tx >= 128) {
+    if (tx >= 32 * LOADERS) {
         // Waiters (a launch of 256 threads): warps 4-7 wait for the four load warps as the v3
         // kernel's warps wait for their MMA -- mbarrier.try_wait.parity in a loop that reads the
         // clock (kernels/tirx/hopper.py bounded_wait) -- while co-resident CTAs copy.
@@ -128,6 +128,11 @@ extern "C" __global__ void __launch_bounds__(256, 1) w8_b2_nc_each(const char *_
 }
 extern "C" __global__ void __launch_bounds__(256, 1) w16_b2_nc_each(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
     rounds_of_loads<16, 2, 0, 1>(buf, nchunks, share, out);
+}
+// One CTA of 32 load warps: eight CTAs' worth of loads on one SM, at any number of SMs -- is the
+// loads' limit the SM's or the chip's?
+extern "C" __global__ void __launch_bounds__(1024, 1) w16_b2_nc_sm(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
+    rounds_of_loads<16, 2, 0, 0, 32>(buf, nchunks, share, out);
 }
 extern "C" __global__ void __launch_bounds__(256, 1) w32_b2_nc_each(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
     rounds_of_loads<32, 2, 0, 1>(buf, nchunks, share, out);

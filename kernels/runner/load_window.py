@@ -17,7 +17,8 @@ CTA), warp loads in flight per SM (W x 4 warps x overlapping CTAs) and warp load
 cycle per SM (median over SMs: loads / the SM's busy span).  Then a sharing sweep: ``share``
 consecutive CTAs read the same chunks at the same time (:data:`SHARING`); and a waiters sweep:
 four more warps per CTA poll an mbarrier while the loads run (:data:`WAITERS`); and a stores sweep:
-one shared store per load, as in the seed's copy (:data:`EACH`).
+one shared store per load, as in the seed's copy (:data:`EACH`); and 1,024-thread CTAs on 1 to 132
+SMs (:data:`ONE_SM`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ the loads of their SM?"""
 EACH = (("b2", "nc_each"), (8, 16, 32))
 """The stores sweep: every loaded value stored to its own shared slot, W ``STS.U16`` per round as in
 the seed's copy (one shared store per load), at every CTAs-per-SM count."""
+ONE_SM = (("b2", "nc_sm"), 16, (1, 8, 33, 66, 132))
+"""The SM-or-chip sweep: CTAs of 32 load warps (eight CTAs' worth on one SM) on 1 to 132 SMs -- is the
+limit on 2-byte loads the SM's or the chip's?"""
 CHUNK = 512  # load_window.cu: bytes between two chunks (BUFFER / CHUNK must be a multiple of every W)
 
 
@@ -61,18 +65,18 @@ def overlap(spans: list[tuple[int, int]]) -> int:
     return most
 
 
-def summarize(records: list[list[int]], w: int, rounds: int) -> dict:
+def summarize(records: list[list[int]], w: int, rounds: int, warps: int = WARPS) -> dict:
     """Per-SM numbers from each CTA's (smid, t0, t1)."""
     by_sm: dict[int, list[tuple[int, int]]] = {}
     for sm, t0, t1 in records:
         by_sm.setdefault(sm, []).append((t0, t1))
     per_round = [(t1 - t0) / rounds for _, t0, t1 in records]
     conc = [overlap(s) for s in by_sm.values()]
-    rate = [len(s) * WARPS * rounds * w / (max(b for _, b in s) - min(a for a, _ in s)) for s in by_sm.values()]
+    rate = [len(s) * warps * rounds * w / (max(b for _, b in s) - min(a for a, _ in s)) for s in by_sm.values()]
     return {"sms": len(by_sm), "ctas_overlapping_median": statistics.median(conc), "ctas_overlapping_max": max(conc),
             "cycles_per_round_median": round(statistics.median(per_round), 1),
             "cycles_per_round_max": round(max(per_round), 1),
-            "in_flight_per_sm": w * WARPS * statistics.median(conc),
+            "in_flight_per_sm": w * warps * statistics.median(conc),
             "warp_loads_per_clk_per_sm": round(statistics.median(rate), 4)}
 
 
@@ -83,18 +87,19 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     nchunks = BUFFER // CHUNK
     rows = []
 
-    def run(width: str, op: str, w: int, c: int, share: int, threads: int = 128) -> None:
+    def run(width: str, op: str, w: int, c: int, share: int, threads: int = 128, grid: int | None = None) -> None:
         name = f"w{w}_{width}_{op}"
         fn = drv.function(cubin, name, 0)
         rounds = LOADS_PER_WARP // w
-        grid = SM_COUNT * c
+        grid = grid or SM_COUNT * c
+        warps = threads // 32 if op.endswith("_sm") else WARPS  # the _sm kernel: every warp loads
         out = torch.zeros(3 * grid, dtype=torch.int64, device="cuda")
         args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(share), ctypes.c_void_p(out.data_ptr())]
         t = T.kernel_time(torch, drv.launcher(fn, grid, threads, 0, stream, args), reps=reps, warmup=2)
         row = {"kernel": name, "window": w, "lane_bytes": int(width[1:]), "cache": op.split("_")[0],
                "store_each": op.endswith("_each"), "grid": grid, "share": share, "threads": threads,
-               "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": WARPS,
-               **summarize(out.view(grid, 3).cpu().tolist(), w, rounds), "kernel_ms": t}
+               "ctas_per_sm_asked": c, "rounds": rounds, "warps_per_cta": warps,
+               **summarize(out.view(grid, 3).cpu().tolist(), w, rounds, warps), "kernel_ms": t}
         rows.append(row)
         print(f"{name:<11} grid {grid:>5} share {share:>3} threads {threads} overlap {row['ctas_overlapping_median']:>4} in flight/SM "
               f"{row['in_flight_per_sm']:>6}: {row['cycles_per_round_median']:8.1f} cyc/round, "
@@ -119,6 +124,9 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     for w in windows:
         for c in CTAS_PER_SM:
             run(width, op, w, c, 1)
+    (width, op), w, grids = ONE_SM
+    for grid in grids:
+        run(width, op, w, 1, 1, 1024, grid)
     return rows
 
 

@@ -134,6 +134,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) w16_b2_nc_each(const char *
 extern "C" __global__ void __launch_bounds__(1024, 1) w16_b2_nc_sm(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
     rounds_of_loads<16, 2, 0, 0, 32>(buf, nchunks, share, out);
 }
+extern "C" __global__ void __launch_bounds__(1024, 1) w16_b4_cg_sm(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
+    rounds_of_loads<16, 4, 1, 0, 32>(buf, nchunks, share, out);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1) w8_b16_cg_sm(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
+    rounds_of_loads<8, 16, 1, 0, 32>(buf, nchunks, share, out);
+}
 extern "C" __global__ void __launch_bounds__(256, 1) w32_b2_nc_each(const char *__restrict__ buf, unsigned nchunks, int share, long long *out) {
     rounds_of_loads<32, 2, 0, 1>(buf, nchunks, share, out);
 }

@@ -49,9 +49,9 @@ the loads of their SM?"""
 EACH = (("b2", "nc_each"), (8, 16, 32))
 """The stores sweep: every loaded value stored to its own shared slot, W ``STS.U16`` per round as in
 the seed's copy (one shared store per load), at every CTAs-per-SM count."""
-ONE_SM = (("b2", "nc_sm"), 16, (1, 8, 33, 66, 132))
+ONE_SM = ((("b2", "nc_sm"), 16), (("b4", "cg_sm"), 16), (("b16", "cg_sm"), 8)), (1, 8, 33, 66, 132)
 """The SM-or-chip sweep: CTAs of 32 load warps (eight CTAs' worth on one SM) on 1 to 132 SMs -- is the
-limit on 2-byte loads the SM's or the chip's?"""
+limit on loads of each width the SM's or the chip's?"""
 CHUNK = 512  # load_window.cu: bytes between two chunks (BUFFER / CHUNK must be a multiple of every W)
 
 
@@ -124,9 +124,10 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     for w in windows:
         for c in CTAS_PER_SM:
             run(width, op, w, c, 1)
-    (width, op), w, grids = ONE_SM
-    for grid in grids:
-        run(width, op, w, 1, 1, 1024, grid)
+    kernels, grids = ONE_SM
+    for (width, op), w in kernels:
+        for grid in grids:
+            run(width, op, w, 1, 1, 1024, grid)
     return rows
 
 

@@ -1,0 +1,38 @@
+// How much of the L2 holds data that SMs on both sides of the chip read (issue 16: L2 partition
+// effects).  The H100/H200 L2 is two partitions; if each keeps a copy of what its own SMs read,
+// data read by every SM fills both and the L2 holds half as much of it.  Two ways to read the
+// same bytes from a buffer of `nbytes` already in L2, one CTA of 4 warps per SM:
+//   mode 0  every CTA reads the whole buffer (each from its own starting point)
+//   mode 1  each CTA reads its own 1/gridDim slice, gridDim times over (the same bytes in all)
+// Loads are 16 bytes per lane, `ld.global.cg` (L2 only: the L1 keeps nothing), eight 512-byte
+// warp loads in flight per warp.  A launch's time against nbytes shows where each mode's data
+// stops fitting.  kernels/runner/l2_share.py runs it.  Build (CPU machine):
+//   nvcc -cubin -arch=sm_90a -O3 -o l2_share.sm_90a.cubin l2_share.cu
+#include <cstdint>
+
+constexpr int W = 8;       // warp loads in flight per warp
+constexpr int CHUNK = 32;  // uint4 per chunk: a warp load of 512 bytes
+
+extern "C" __global__ void __launch_bounds__(128, 1) l2_share(const uint4 *__restrict__ buf, unsigned nchunks, int mode,
+                                                             unsigned *__restrict__ sink) {
+    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    // nchunks is a multiple of gridDim.x * W (the runner's sizes): no group of W straddles an end
+    const unsigned slice = mode == 0 ? nchunks : nchunks / gridDim.x;
+    const unsigned begin = mode == 0 ? (unsigned)(((unsigned long long)blockIdx.x * nchunks / gridDim.x) / W * W)
+                                     : blockIdx.x * slice;
+    const unsigned total = nchunks;  // chunks each CTA reads, either way
+    uint32_t x = 0;
+#pragma unroll 1
+    for (unsigned t = warp * W; t < total; t += 4 * W) {
+        const unsigned first = mode == 0 ? (begin + t) % nchunks : begin + t % slice;
+        const uint4 *p = buf + (size_t)first * CHUNK + lane;
+        uint4 v[W];
+#pragma unroll
+        for (int j = 0; j < W; ++j)
+            asm volatile("ld.global.cg.v4.u32 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w) : "l"(p + j * CHUNK) : "memory");
+#pragma unroll
+        for (int j = 0; j < W; ++j) x ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    if (x == 0x9e3779b9u) sink[0] = x;  // keeps the loads
+}

@@ -1,0 +1,66 @@
+"""How much of the L2 holds data every SM reads, on the GPU (issue 16: L2 partition effects).
+
+kernels/microbench/l2_share.cu reads a buffer with one CTA per SM, either every CTA the whole
+buffer (mode 0: each line read by SMs on both sides of the chip) or each CTA its own slice as
+many times over (mode 1: each line read by one SM) -- the same bytes either way.  Buffers from
+~9 to ~86 MB, in three states before each timed launch: ``written once`` (filled, then read by
+the warm-up launches and every repetition: the steady state of a kernel launched again and
+again on the same inputs, as the GEMM runner times them), ``rewritten`` (filled again before
+every repetition: freshly written data) and ``flushed`` (L2 evicted before every repetition).
+Run on the GPU machine:
+
+    python -m kernels.runner.l2_share --cubin B/l2_share.sm_90a.cubin --out results.jsonl
+
+One JSON line per (mode, size, state): kernel-only time and the bytes read per second.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+from . import timing as T
+from .launch_cost import Driver, cubin_bench_exit
+from .tma_stream import SM_COUNT
+
+W, CHUNK_BYTES = 8, 512  # l2_share.cu
+UNITS = (16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 160)
+"""Buffer sizes in units of SM_COUNT x W chunks (540,672 bytes): 8.7 to 86.5 MB."""
+
+
+def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function(cubin, "l2_share", 0)
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    scratch = torch.empty(4 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
+    rows = []
+    for units in UNITS:
+        nchunks = units * SM_COUNT * W
+        nbytes = nchunks * CHUNK_BYTES
+        buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
+        for mode in (0, 1):
+            args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode), ctypes.c_void_p(sink.data_ptr())]
+            launch = drv.launcher(fn, SM_COUNT, 128, 0, stream, args)
+            for state, before in (("written once", None), ("rewritten", lambda: buf.add_(1)), ("flushed", lambda: scratch.fill_(1))):
+                if state == "written once":
+                    buf.add_(1)
+                t = T.kernel_time(torch, launch, reps=reps, warmup=2, before=before)
+                read = SM_COUNT * nbytes
+                us = t["median"] * 1e3
+                row = {"mode": mode, "reads": "every CTA the whole buffer" if mode == 0 else "each CTA its own slice",
+                       "bytes": nbytes, "state": state, "grid": SM_COUNT, "kernel_ms": t,
+                       "tb_per_s": round(read / ((us - 3.0) * 1e-6) / 1e12, 3)}
+                rows.append(row)
+                print(f"mode {mode} {nbytes / 1e6:6.1f} MB {state:<12}: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s "
+                      "(less 3 us launch)", flush=True)
+        del buf
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cubin_bench_exit("l2_share", __doc__, argv, measure, 5, "JSON lines, one per (mode, size, state)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,7 +9,7 @@ again on the same inputs, as the GEMM runner times them), ``rewritten`` (filled 
 every repetition: freshly written data) and ``flushed`` (L2 evicted before every repetition).
 Run on the GPU machine:
 
-    python -m kernels.runner.l2_share --cubin B/l2_share.sm_90a.cubin --out results.jsonl
+    python -m kernels.runner.l2_share --cubin B/l2_share.sm_90a.cubin --out results.jsonl [--fine]
 
 One JSON line per (mode, size, state): kernel-only time and the bytes read per second.
 """
@@ -26,23 +26,28 @@ from .tma_stream import SM_COUNT
 W, CHUNK_BYTES = 8, 512  # l2_share.cu
 UNITS = (16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 160)
 """Buffer sizes in units of SM_COUNT x W chunks (540,672 bytes): 8.7 to 86.5 MB."""
+FINE = {0: tuple(range(54, 68, 2)), 1: tuple(range(80, 98, 2))}
+"""``--fine``: around where each mode stopped fitting in the first sweep (29-36 MB and 43-52 MB)."""
 
 
-def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+def measure(torch, cubin: bytes, reps: int, fine: bool = False) -> list[dict]:
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
     fn = drv.function(cubin, "l2_share", 0)
     sink = torch.zeros(1, dtype=torch.int32, device="cuda")
     scratch = torch.empty(4 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
     rows = []
-    for units in UNITS:
+    for units in sorted(set(FINE[0] + FINE[1])) if fine else UNITS:
         nchunks = units * SM_COUNT * W
         nbytes = nchunks * CHUNK_BYTES
         buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
         for mode in (0, 1):
+            if fine and units not in FINE[mode]:
+                continue
             args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode), ctypes.c_void_p(sink.data_ptr())]
             launch = drv.launcher(fn, SM_COUNT, 128, 0, stream, args)
-            for state, before in (("written once", None), ("rewritten", lambda: buf.add_(1)), ("flushed", lambda: scratch.fill_(1))):
+            states = (("written once", None), ("rewritten", lambda: buf.add_(1)), ("flushed", lambda: scratch.fill_(1)))
+            for state, before in states[:1] if fine else states:
                 if state == "written once":
                     buf.add_(1)
                 t = T.kernel_time(torch, launch, reps=reps, warmup=2, before=before)
@@ -59,7 +64,12 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return cubin_bench_exit("l2_share", __doc__, argv, measure, 5, "JSON lines, one per (mode, size, state)")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    fine = "--fine" in argv
+    if fine:
+        argv.remove("--fine")
+    return cubin_bench_exit("l2_share", __doc__, argv, lambda torch, cubin, reps: measure(torch, cubin, reps, fine), 5,
+                            "JSON lines, one per (mode, size, state)", epilog="--fine: sizes around each mode's knee, written once only")
 
 
 if __name__ == "__main__":

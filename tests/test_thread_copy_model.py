@@ -5,6 +5,7 @@ flight")."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -60,12 +61,13 @@ def test_copy_rounds(nbytes, width, in_flight, rounds):
 
 def test_a_windowed_copy_waits_its_rounds_of_latency():
     """One warp alone (no queueing): the copy ends ``rounds`` L2-hit latencies (and the shared
-    store's latency) after it starts; with no window it ends one latency after its bytes
-    clear the LSU pipe."""
+    store's latency) after it starts; with no window it ends one latency after its 64 loads
+    and stores have passed the SM's load/store unit."""
     plain = replay(copy_schedule(copy(4096, load_bytes=2)))
     windowed = replay(copy_schedule(copy(4096, load_bytes=2, in_flight=8)))
     lat, smem = H200.global_load_l2_cycles, H200.smem_latency
-    assert plain.end_cycle == pytest.approx(4096 / H200.lsu_bytes_per_clk + lat + smem)
+    lsu = 64 * (H200.global_load_subword_issue_cycles + H200.copy_store_issue_cycles)
+    assert plain.end_cycle == pytest.approx(lsu + lat + smem)
     assert windowed.end_cycle == pytest.approx(8 * lat + smem)
     assert windowed.end_cycle > plain.end_cycle
 
@@ -73,6 +75,48 @@ def test_a_windowed_copy_waits_its_rounds_of_latency():
 def test_a_copy_from_dram_waits_the_dram_latency_per_round():
     cold = replay(copy_schedule(copy(4096, load_bytes=2, in_flight=8), l2="cold"))
     assert cold.end_cycle == pytest.approx(8 * H200.global_load_dram_cycles + H200.smem_latency)
+
+
+# -- co-resident copies share the SM's load/store unit -----------------------------------------
+
+LOAD_WINDOW = (Path(__file__).resolve().parent.parent / "results" / "silicon" / "microbench"
+               / "2026-12-01_h200_a56b4b7_load_window.jsonl")
+
+
+def window_rounds(window: int, ctas: int, loads: int = 256) -> Schedule:
+    """kernels/microbench/load_window.cu's ``_each`` kernels: four warps per CTA, each ``loads``
+    2-byte loads in rounds of ``window``, every value stored to shared memory."""
+    op = copy(32 * window * 2, load_bytes=2, in_flight=window)
+    return copy_schedule(*(op,) * (loads // window), warps=4, ctas=ctas)
+
+
+def test_a_copy_holds_the_lsu_per_instruction():
+    """64 two-byte loads per lane: 64 warp loads and 64 shared stores on the SM's load/store
+    unit; a second CTA's copy on the same SM queues behind them (one latency later at most)."""
+    op = copy(4096, load_bytes=2, in_flight=64)
+    per_warp = 64 * (H200.global_load_subword_issue_cycles + H200.copy_store_issue_cycles)
+    one = replay(copy_schedule(op, ctas=1))
+    lat, smem = H200.global_load_l2_cycles, H200.smem_latency
+    assert one.end_cycle == pytest.approx(per_warp + lat + smem)
+    wide = replay(copy_schedule(copy(4096, load_bytes=16, in_flight=8), ctas=1))
+    # 8 sixteen-byte loads per lane: 512 bytes each at the SM's byte rate outweigh their issue
+    assert wide.end_cycle == pytest.approx(8 * (512 / H200.lsu_bytes_per_clk + H200.copy_store_issue_cycles) + lat + smem)
+
+
+@pytest.mark.parametrize("row", [r for r in (json.loads(x) for x in LOAD_WINDOW.read_text().splitlines())
+                                 if r["kernel"] in ("w16_b2_nc_each", "w32_b2_nc_each")],
+                         ids=lambda r: f"{r['kernel']}-{r['ctas_per_sm_asked']}-per-sm")
+def test_co_resident_copies_against_the_h200(row):
+    """The load_window microbenchmark's copy rows (1 to 16 CTAs per SM, 64 to 2,048 loads in
+    flight per SM): kernel-only time within 16% (results/silicon/microbench/2026-12-01_h200_load_window.md);
+    where the SM is saturated, its load rate within 10%."""
+    s = window_rounds(row["window"], row["grid"])
+    end = replay(s).end_cycle
+    measured = row["kernel_ms"]["median"] * 1e3
+    assert H200.cycles_to_us(end) + H200.launch_fixed_us == pytest.approx(measured, rel=0.16)
+    if row["ctas_per_sm_asked"] >= 8:
+        rate = row["ctas_per_sm_asked"] * 4 * 256 / end
+        assert rate == pytest.approx(row["warp_loads_per_clk_per_sm"], rel=0.10)
 
 
 # -- the stream rule (protosim.ptxas) ------------------------------------------------------

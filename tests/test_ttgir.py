@@ -100,7 +100,9 @@ SEEDED = [
     ("wait two too many, sm121", "k256_s3.sm121.ttgir", [("{num = 2 : i32}", "{num = 4 : i32}")], {"raw_hazard", "raw_race"}),
     ("the seed waiting for one group too few", "seed_64x32x64_s2.sm121.ttgir",
      [("%a_60, %b_61 {num = 0 : i32}", "%a_60, %b_61 {num = 1 : i32}")], {"raw_race"}),
-    ("wait one too many, sm90", "k256_s3.sm90.ttgir", [("{num = 2 : i32}", "{num = 3 : i32}")], {"raw_hazard", "raw_race"}),
+    # (whether the early read also sees stale bytes -- raw_hazard -- depends on how fast the copy
+    # lands: with the SM's measured load rate it lands first in the nominal replay, on sm90 as on sm121)
+    ("wait one too many, sm90", "k256_s3.sm90.ttgir", [("{num = 2 : i32}", "{num = 3 : i32}")], {"raw_race"}),
     # a stage reused too early: wgmma still reading it
     ("wgmma wait lets two in flight", "k256_s3.sm90.ttgir", [("{pendings = 1 : i32}", "{pendings = 2 : i32}")], {"war_race"}),
     ("copy aliased onto the stage being read, sm90", "k256_s3.sm90.ttgir",

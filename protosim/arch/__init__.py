@@ -53,6 +53,9 @@ class ArchProfile:
     l2_bytes: int
     hbm_bytes_per_clk: float
     l2_bytes_per_clk: float
+    l2_shared_footprint: float
+    """How many times its bytes a line read by SMs on both sides of the L2 occupies (each side's
+    partition keeps a copy of what its SMs read; :meth:`l2_side`)."""
     # per SM / CTA limits
     smem_per_sm_bytes: int
     smem_per_cta_bytes: int
@@ -104,6 +107,13 @@ class ArchProfile:
     global_load_l2_cycles: float
     global_load_dram_cycles: float
     lsu_bytes_per_clk: float
+    """Bytes per cycle one SM's loads bring in from L2 (``ld.global``, ``cp.async``)."""
+    global_load_issue_cycles: float
+    """One SM's cost per warp ``ld.global`` of 4 bytes or more per lane, beside its bytes."""
+    global_load_subword_issue_cycles: float
+    """The same for 1- and 2-byte loads (``LDG.E.U16``: the seed's Hopper copy)."""
+    copy_store_issue_cycles: float
+    """One SM's cost per warp ``st.shared`` of a thread copy (each loaded value is stored once)."""
     smem_bytes_per_clk: float
     smem_latency: float
     global_store_latency: float
@@ -164,6 +174,12 @@ class ArchProfile:
             out.append(range(start, start + n))
             start += n
         return out
+
+    def l2_side(self, sm: int) -> int:
+        """The L2 partition SM ``sm`` reads through: 0 for the SMs of the first half of the GPCs
+        (:attr:`gpc_sms`), 1 for the rest -- the model's assumption, not read from the chip."""
+        half = sum(self.gpc_sms[: len(self.gpc_sms) // 2])
+        return 0 if sm < half else 1
 
     def cycles_to_us(self, cycles: float) -> float:
         return cycles / (self.clock_ghz * 1e3)

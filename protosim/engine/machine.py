@@ -37,7 +37,7 @@ from protosim.arch import ArchProfile, load_profile
 from protosim.engine import resolve
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
-from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident
+from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, read_sides
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats
 from protosim.engine.state import CtaState, WarpState
 from protosim.engine.units import UNITS, MBarrierUnit, SyncUnit, Unit
@@ -56,7 +56,8 @@ class Machine:
         self.timing = Perturber(self.perturbation)
         self.env = simpy.Environment()
         self.log = EventLog()
-        self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch))
+        sides = read_sides(schedule, self.arch) if schedule.l2_at_launch == "inputs" else None
+        self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch, sides), sides)
         self.latency = LatencyTables(self.arch)
         self.sms: dict[int, SmUnits] = {}
         """The SMs a CTA was placed on, by index: made on first use (a 1-CTA replay need not build 148)."""

@@ -41,21 +41,45 @@ def tensor_of(key: str) -> str:
     return m.group(0) if m else key
 
 
-def l2_resident(schedule: Schedule, arch: ArchProfile) -> frozenset[str]:
-    """The tensors in L2 at launch under the schedule's ``l2_at_launch``."""
+def l2_resident(schedule: Schedule, arch: ArchProfile, sides: dict[str, int] | None = None) -> frozenset[str]:
+    """The tensors in L2 at launch under the schedule's ``l2_at_launch`` (``sides``: :func:`read_sides`)."""
     if schedule.l2_at_launch == "inputs":
-        return resident_at_launch(schedule, arch.l2_bytes)
+        if sides is None:
+            sides = read_sides(schedule, arch)
+        return resident_at_launch(schedule, arch.l2_bytes, sides, arch.l2_shared_footprint)
     return frozenset()
 
 
-def resident_at_launch(schedule: Schedule, capacity: int) -> frozenset[str]:
+BOTH_SIDES = 0b11
+
+
+def read_sides(schedule: Schedule, arch: ArchProfile) -> dict[str, int]:
+    """Global tile -> the L2 sides its readers' SMs are on (bit 0: side 0, bit 1: side 1), with
+    CTA ``i`` on SM ``i % sm_count``: the first wave's placement (``Machine._launcher`` hands
+    out every SM once, then each again); later waves are placed as slots free up."""
+    sides: dict[str, int] = {}
+    for cta in schedule.ctas:
+        bit = 1 << arch.l2_side(cta.index % arch.sm_count)
+        for ops in cta.roles:
+            for op in ops:
+                if op.global_io == "read":
+                    key = op.src or op.dst.content
+                    sides[key] = sides.get(key, 0) | bit
+    return sides
+
+
+def resident_at_launch(schedule: Schedule, capacity: int, sides: dict[str, int] | None = None,
+                       shared_footprint: float = 1.0) -> frozenset[str]:
     """The input tensors still in L2 when the kernel starts, if its inputs were written
     just before the launch (in the order the kernel first reads them) and then its
     outputs -- what ``kernels.runner.gemm`` does.  L2 keeps the most recent writes: walking back
     from the outputs, a tensor is resident while it and everything written after it
-    fit.  A tensor that only partly fits counts as cold (the conservative side)."""
-    reads: dict[str, dict[str, int]] = {}
-    written = 0
+    fit.  A tile that SMs on both sides read takes ``shared_footprint`` times its bytes (both
+    partitions keep a copy: the steady state of a kernel launched again on the same inputs).
+    A tensor that only partly fits counts as cold (the conservative side)."""
+    sides = sides or {}
+    reads: dict[str, dict[str, float]] = {}
+    written = 0.0
     for cta in schedule.ctas:
         for role, ops in zip(schedule.roles, cta.roles, strict=True):
             for op in ops:
@@ -63,7 +87,8 @@ def resident_at_launch(schedule: Schedule, capacity: int) -> frozenset[str]:
                 if io == "read":  # into shared memory: keyed by the global tile it reads
                     key = op.src or op.dst.content
                     per_warp = op.per_warp and op.dst.part == WARP_PART
-                    reads.setdefault(tensor_of(key), {})[key] = op.bytes * (role.warps if per_warp else 1)
+                    size = op.bytes * (role.warps if per_warp else 1)
+                    reads.setdefault(tensor_of(key), {})[key] = size * (shared_footprint if sides.get(key) == BOTH_SIDES else 1)
                 elif io == "write":
                     written += op.bytes * (role.warps if op.per_warp else 1)
     resident = []
@@ -96,32 +121,52 @@ class Pipe:
 
 
 class MemorySystem:
-    """Chip-wide L2 and HBM bandwidth shared by all SMs, and the L2's contents."""
+    """Chip-wide L2 and HBM bandwidth shared by all SMs, and the L2's contents.
 
-    def __init__(self, arch: ArchProfile, resident: frozenset[str] = frozenset()):
+    The L2 is two partitions, each keeping a copy of the lines its side's SMs read: a tile read
+    from both sides takes ``l2_shared_footprint`` times its bytes of the LRU's capacity (measured
+    as a whole, not per partition: results/silicon/microbench/2026-12-01_h200_l2_share.md)."""
+
+    def __init__(self, arch: ArchProfile, resident: frozenset[str] = frozenset(),
+                 launch_sides: dict[str, int] | None = None):
         self.resident = resident
         """Tensors in L2 at launch: the first touch of their tiles hits."""
+        self.launch_sides = launch_sides or {}
+        """Tile -> the sides that read it (``read_sides``): a resident tile read from both is in both at launch."""
         self.l2_pipe = Pipe(arch.l2_bytes_per_clk)
         self.hbm_pipe = Pipe(arch.hbm_bytes_per_clk)
         self.store_pipe = Pipe(arch.global_store_chip_per_clk)
         """Warp ``st.global`` instructions, all SMs together (the L2 takes so many per cycle)."""
         self.capacity = arch.l2_bytes
-        self._lru: OrderedDict[str, int] = OrderedDict()
-        self._used = 0
+        self.extra_copy = arch.l2_shared_footprint - 1.0
+        self._lru: OrderedDict[str, float] = OrderedDict()
+        """Tile -> the bytes of L2 it occupies (its bytes, more once both sides have read it)."""
+        self._sides: dict[str, int] = {}
+        """Tile -> the sides that have read it since it came into L2."""
+        self._used = 0.0
         self._in_l2_at: dict[str, float] = {}
         """Tile -> the cycle its fill from DRAM is in L2 (for the tiles a miss is bringing in)."""
         self.hits = 0
         self.misses = 0
 
-    def read(self, now: float, key: str, nbytes: int) -> tuple[bool, float]:
-        """A read of global tile ``key``: (L2 hit?, when its last byte clears the chip -- for a
-        hit on a fill still in flight, no earlier than the fill is in L2)."""
+    def read(self, now: float, key: str, nbytes: int, side: int = 0) -> tuple[bool, float]:
+        """A read of global tile ``key`` by an SM on L2 side ``side``: (L2 hit?, when its last byte
+        clears the chip -- for a hit on a fill still in flight, no earlier than the fill is in L2)."""
         lru = self._lru
+        bit = 1 << side
         if key not in lru and self.resident and tensor_of(key) in self.resident:
-            self._insert(key, nbytes)  # written just before the launch: in L2 already
+            # written just before the launch: in L2 already, on both sides if both read it
+            self._insert(key, nbytes, BOTH_SIDES if self.launch_sides.get(key) == BOTH_SIDES else bit)
         if key in lru:
             lru.move_to_end(key)
             self.hits += 1
+            sides = self._sides[key]
+            if not sides & bit:  # the other side's first read: its partition keeps a copy too
+                self._sides[key] = sides | bit
+                extra = nbytes * self.extra_copy
+                lru[key] += extra
+                self._used += extra
+                self._evict()
             pipe = self.l2_pipe  # Pipe.serve, inlined: this is on every TMA load's path
             service = nbytes / pipe.rate
             start = pipe.free_at if pipe.free_at > now else now
@@ -133,7 +178,7 @@ class MemorySystem:
                     return True, filled
             return True, pipe.free_at
         self.misses += 1
-        self._insert(key, nbytes)
+        self._insert(key, nbytes, bit)
         done = self.hbm_pipe.serve(now, nbytes)
         return False, max(done, self.l2_pipe.serve(now, nbytes))
 
@@ -142,13 +187,20 @@ class MemorySystem:
         landing less the L2-hit latency (from L2 on, its path is a hit's)."""
         self._in_l2_at[key] = in_l2_at
 
-    def _insert(self, key: str, nbytes: int) -> None:
+    def _insert(self, key: str, nbytes: int, sides: int) -> None:
+        size = nbytes * (1.0 + self.extra_copy) if sides == BOTH_SIDES else float(nbytes)
+        self._lru[key] = size
+        self._sides[key] = sides
+        self._used += size
+        self._evict()
+
+    def _evict(self) -> None:
+        """Drop least recently used tiles while over capacity (never the last one left)."""
         lru = self._lru
-        lru[key] = nbytes
-        self._used += nbytes
         while self._used > self.capacity and len(lru) > 1:
             old, size = lru.popitem(last=False)
             self._used -= size
+            del self._sides[old]
             self._in_l2_at.pop(old, None)
 
     def write(self, now: float, nbytes: int) -> float:
@@ -183,8 +235,11 @@ class SmUnits:
 
     def __init__(self, index: int, arch: ArchProfile):
         self.index = index
+        self.side = arch.l2_side(index)
+        """The L2 partition this SM reads through."""
         self.tma = Pipe(arch.tma_sm_bytes_per_clk)
-        self.lsu = Pipe(arch.lsu_bytes_per_clk)
+        self.lsu = Pipe(1.0)
+        """Cycles of the SM's load/store unit (``engine.units.lsu.lsu_cycles``: per instruction and per byte)."""
         self.stores = Pipe(1.0 / arch.global_store_issue_cycles)
         """Warp ``st.global`` instructions this SM issues (a fixed cost each, whatever the width)."""
         self.smem = Pipe(arch.smem_bytes_per_clk)

@@ -34,6 +34,20 @@ def copy_rounds(op: ThreadCopy) -> float:
     return max(1.0, op.loads_per_lane / op.in_flight)
 
 
+def lsu_cycles(op: ThreadCopy | CpAsync, arch) -> float:
+    """Cycles one warp's copy holds its SM's load/store unit (docs/semantics.md "Thread copies").
+
+    A thread copy is ``loads_per_lane`` warp ``ld.global`` instructions, each costing its issue
+    (2-byte loads more than wider ones) or its bytes at the SM's rate, whichever is more, and one
+    ``st.shared`` of the loaded value each.  A ``cp.async`` is timed by its bytes."""
+    if op.__class__ is ThreadCopy:
+        width = op.load_bytes
+        issue = arch.global_load_subword_issue_cycles if width < 4 else arch.global_load_issue_cycles
+        per_load = max(issue, 32 * width / arch.lsu_bytes_per_clk) + arch.copy_store_issue_cycles
+        return op.loads_per_lane * per_load
+    return op.bytes / arch.lsu_bytes_per_clk
+
+
 class LsuUnit(Unit):
     name = "lsu"
 
@@ -63,13 +77,14 @@ class LsuUnit(Unit):
     def _global_to_shared(self, w: WarpState, op: ThreadCopy | CpAsync, rounds: float = 1.0) -> tuple[float, float]:
         """(first write, done) of one warp's global -> shared copy through the LSU and
         L2/HBM: ld.global then st.shared, so shared memory is written once the first
-        loads return.  Thread copies and cp.async share this timing; a thread copy whose
+        loads return.  The SM's load/store unit serves its warps' copies in turn
+        (:func:`lsu_cycles`): co-resident copies slow each other there.  Thread copies and cp.async share this timing; a thread copy whose
         lanes keep only some loads in flight waits ``rounds`` load latencies (:func:`copy_rounds`)."""
         m, arch = self.m, self.arch
         now = m.env.now
         key = f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}"
-        hit, chip_done = m.memory.read(now, key, op.bytes)
-        lsu_done = w.cta.sm.lsu.serve(now, op.bytes)
+        hit, chip_done = m.memory.read(now, key, op.bytes, w.cta.sm.side)
+        lsu_done = w.cta.sm.lsu.serve(now, lsu_cycles(op, arch))
         lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
         done = max(now + rounds * lat, max(lsu_done, chip_done) + lat) + arch.smem_latency
         if not hit:

@@ -52,7 +52,7 @@ class TmaUnit(Unit):
         now = env.now
         key = op.src or op.dst.content
         start = now + self._descriptor(w.cta.sm, key)
-        hit, chip_done = m.memory.read(start, key, op.bytes)
+        hit, chip_done = m.memory.read(start, key, op.bytes, w.cta.sm.side)
         sm_done = w.cta.sm.tma.serve(start, op.bytes)
         lat, base = m.latency.load(hit, op.bytes)
         if hit and m.perturbation.l2_hit_extra:

@@ -89,6 +89,33 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+WAVES = (1, 2, 4, 8, 16, 32, 64)
+"""``--waves``: grids of this many CTAs per SM slot, for the CTAs' turnover on an SM."""
+WAVE_SMEM = ((196_608, 1), (98_304, 2))
+"""(dynamic shared memory, CTAs per SM it allows): one CTA per SM as the GEMM kernels' stage rings, and two."""
+
+
+def measure_waves(torch, cubin: bytes, reps: int) -> list[dict]:
+    """``store_one`` CTAs (each writes a word and exits) in grids of 1-64 waves of the SMs'
+    slots: the kernel-only time's slope per wave is what it costs an SM to retire a CTA and
+    start the next, beside a CTA's own (tiny) work."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    out = torch.zeros(132 * 2 * max(WAVES), dtype=torch.int32, device="cuda")
+    rows = []
+    for smem, per_sm in WAVE_SMEM:
+        fn = drv.function(cubin, "store_one", smem)
+        for waves in WAVES:
+            grid = 132 * per_sm * waves
+            t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, [ctypes.c_void_p(out.data_ptr())]),
+                              reps=reps, warmup=3)
+            rows.append({"kernel": "store_one", "grid": grid, "block": 128, "smem": smem, "ctas_per_sm": per_sm,
+                         "waves": waves, "kernel_ms": t})
+            print(f"store_one smem {smem:>6} ({per_sm}/SM) waves {waves:>3} grid {grid:>6}: median "
+                  f"{t['median'] * 1e3:8.2f} us", flush=True)
+    return rows
+
+
 def provenance(torch, commit: str) -> dict:
     env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda, "commit": commit,
            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -136,7 +163,13 @@ def cubin_bench_exit(*args, **kwargs) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    rows = run_cubin_bench("launch_cost", __doc__, argv, measure, 30, "JSON lines, one per measured kernel")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--waves" in argv:
+        argv.remove("--waves")
+        return cubin_bench_exit("launch_cost", __doc__, argv, measure_waves, 10, "JSON lines, one per grid",
+                                epilog="--waves: store_one CTAs in 1-64 waves of the SMs' slots (a CTA's turnover)")
+    rows = run_cubin_bench("launch_cost", __doc__, argv, measure, 30, "JSON lines, one per measured kernel",
+                           epilog="--waves: store_one CTAs in 1-64 waves of the SMs' slots (a CTA's turnover)")
     if rows is None:
         return 2
     empty = [r["kernel_ms"]["median"] * 1e3 for r in rows if r["kernel"] == "empty_kernel"]

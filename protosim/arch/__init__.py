@@ -121,6 +121,8 @@ class ArchProfile:
     """One SM's cost per warp ``st.global`` instruction, whatever its width."""
     global_store_chip_per_clk: float
     """Warp ``st.global`` instructions the chip's L2 takes per cycle, all SMs together."""
+    cta_turnover_cycles: float
+    """An SM's slot takes its next CTA this long after the last one exited."""
     cta_sync_cycles: float
     fence_cycles: float
     op_issue_cycles: float

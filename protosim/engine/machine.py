@@ -113,7 +113,9 @@ class Machine:
                 self.env.run()
         else:
             slots = simpy.Store(self.env)
-            slots.items.extend(list(range(a.sm_count)) * per_sm)  # every SM once, then each again, ...
+            # (SM, free from): every SM once, then each again, ...; a slot a CTA left is free
+            # again cta_turnover_cycles after its exit
+            slots.items.extend((sm, 0.0) for sm in list(range(a.sm_count)) * per_sm)
             self.env.process(self._launcher(slots))
             with gc_paused():
                 self.env.run()
@@ -133,9 +135,17 @@ class Machine:
     def _launcher(self, slots: simpy.Store) -> Iterator[simpy.Event]:
         """Place CTAs one by one as SM slots free up."""
         for prog in self.schedule.ctas:
-            sm = yield slots.get()
+            sm, free_from = yield slots.get()
             if self.trap:
                 return
+            if free_from > self.env.now:  # the slot's last CTA has not finished leaving yet
+                self.env.process(self._start_later(free_from - self.env.now, prog, sm, slots))
+            else:
+                self._start([prog], [sm], slots)
+
+    def _start_later(self, delay: float, prog: CtaProgram, sm: int, slots: simpy.Store) -> Iterator[simpy.Event]:
+        yield self.env.timeout(delay)
+        if not self.trap:
             self._start([prog], [sm], slots)
 
     def _cluster_launcher(self, slots: ClusterSlots) -> Iterator[simpy.Event]:
@@ -190,7 +200,10 @@ class Machine:
         for u in self.units:
             u.cta_finished(cta)
         self.finished += 1
-        slots.put(cta.sm.index)
+        if isinstance(slots, ClusterSlots):
+            slots.put(cta.sm.index)  # (a cluster's slots: turnover not modelled)
+        else:
+            slots.put((cta.sm.index, self.env.now + self.timing.scale(self.arch.cta_turnover_cycles)))
 
     def _warp(self, w: WarpState, ops: tuple[Op, ...]) -> Iterator[simpy.Event]:
         """Run one warp's program: the interpreter loop (kept flat: it is the hot path).

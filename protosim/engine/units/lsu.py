@@ -78,8 +78,9 @@ class LsuUnit(Unit):
         """(first write, done) of one warp's global -> shared copy through the LSU and
         L2/HBM: ld.global then st.shared, so shared memory is written once the first
         loads return.  The SM's load/store unit serves its warps' copies in turn
-        (:func:`lsu_cycles`): co-resident copies slow each other there.  Thread copies and cp.async share this timing; a thread copy whose
-        lanes keep only some loads in flight waits ``rounds`` load latencies (:func:`copy_rounds`)."""
+        (:func:`lsu_cycles`): co-resident copies slow each other there.  Thread copies and
+        cp.async share this timing; a thread copy whose lanes keep only some loads in flight
+        waits ``rounds`` load latencies (:func:`copy_rounds`)."""
         m, arch = self.m, self.arch
         now = m.env.now
         key = f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}"

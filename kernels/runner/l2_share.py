@@ -20,7 +20,7 @@ import ctypes
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, cubin_bench_exit
+from .launch_cost import Driver, cubin_bench_exit, take_flag
 from .tma_stream import SM_COUNT
 
 W, CHUNK_BYTES = 8, 512  # l2_share.cu
@@ -64,10 +64,7 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    fine = "--fine" in argv
-    if fine:
-        argv.remove("--fine")
+    fine, argv = take_flag(argv, "--fine")
     return cubin_bench_exit("l2_share", __doc__, argv, lambda torch, cubin, reps: measure(torch, cubin, reps, fine), 5,
                             "JSON lines, one per (mode, size, state)", epilog="--fine: sizes around each mode's knee, written once only")
 

@@ -157,15 +157,22 @@ def run_cubin_bench(kind: str, doc: str, argv: list[str] | None, measure, reps: 
     return rows
 
 
+def take_flag(argv: list[str] | None, flag: str) -> tuple[bool, list[str]]:
+    """(whether ``flag`` was given, the arguments without it): a benchmark's own switch, taken
+    out before :func:`run_cubin_bench` parses the shared ones."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    given = flag in args
+    return given, [a for a in args if a != flag]
+
+
 def cubin_bench_exit(*args, **kwargs) -> int:
     """:func:`run_cubin_bench` as a command's exit status: 0 when it measured, 2 when it could not run."""
     return 0 if run_cubin_bench(*args, **kwargs) is not None else 2
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if "--waves" in argv:
-        argv.remove("--waves")
+    waves, argv = take_flag(argv, "--waves")
+    if waves:
         return cubin_bench_exit("launch_cost", __doc__, argv, measure_waves, 10, "JSON lines, one per grid",
                                 epilog="--waves: store_one CTAs in 1-64 waves of the SMs' slots (a CTA's turnover)")
     rows = run_cubin_bench("launch_cost", __doc__, argv, measure, 30, "JSON lines, one per measured kernel",

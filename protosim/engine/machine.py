@@ -29,7 +29,7 @@ few services units call (:meth:`Machine.block`, :meth:`Machine.access`,
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import simpy
 
@@ -112,11 +112,9 @@ class Machine:
             with gc_paused():
                 self.env.run()
         else:
-            slots = simpy.Store(self.env)
-            # (SM, free from): every SM once, then each again, ...; a slot a CTA left is free
-            # again cta_turnover_cycles after its exit
-            slots.items.extend((sm, 0.0) for sm in list(range(a.sm_count)) * per_sm)
-            self.env.process(self._launcher(slots))
+            # each exit draws its own turnover (a perturbed replay jitters it as every latency)
+            turnover = lambda: self.timing.scale(a.cta_turnover_cycles)  # noqa: E731
+            self.env.process(self._launcher(SmSlots(self.env, a, per_sm, turnover)))
             with gc_paused():
                 self.env.run()
         result = self._result()
@@ -132,7 +130,7 @@ class Machine:
         self.log = self.sms = self.memory = None
         return result
 
-    def _launcher(self, slots: simpy.Store) -> Iterator[simpy.Event]:
+    def _launcher(self, slots: SmSlots) -> Iterator[simpy.Event]:
         """Place CTAs one by one as SM slots free up."""
         for prog in self.schedule.ctas:
             sm, free_from = yield slots.get()
@@ -143,7 +141,7 @@ class Machine:
             else:
                 self._start([prog], [sm], slots)
 
-    def _start_later(self, delay: float, prog: CtaProgram, sm: int, slots: simpy.Store) -> Iterator[simpy.Event]:
+    def _start_later(self, delay: float, prog: CtaProgram, sm: int, slots: SmSlots) -> Iterator[simpy.Event]:
         yield self.env.timeout(delay)
         if not self.trap:
             self._start([prog], [sm], slots)
@@ -177,7 +175,7 @@ class Machine:
             sm = self.sms[index] = SmUnits(index, self.arch)
         return sm
 
-    def _cta(self, cta: CtaState, prog: CtaProgram, slots: simpy.Store) -> Iterator[simpy.Event]:
+    def _cta(self, cta: CtaState, prog: CtaProgram, slots: SmSlots | ClusterSlots) -> Iterator[simpy.Event]:
         procs = []
         warps = []
         g = cta.base
@@ -200,10 +198,7 @@ class Machine:
         for u in self.units:
             u.cta_finished(cta)
         self.finished += 1
-        if isinstance(slots, ClusterSlots):
-            slots.put(cta.sm.index)  # (a cluster's slots: turnover not modelled)
-        else:
-            slots.put((cta.sm.index, self.env.now + self.timing.scale(self.arch.cta_turnover_cycles)))
+        slots.put(cta.sm.index)
 
     def _warp(self, w: WarpState, ops: tuple[Op, ...]) -> Iterator[simpy.Event]:
         """Run one warp's program: the interpreter loop (kept flat: it is the hot path).
@@ -338,10 +333,28 @@ class Machine:
         )
 
 
+class SmSlots:
+    """Free CTA slots, one CTA at a time: every SM once, then each again, ...  A slot a CTA left
+    is free again ``turnover()`` cycles after its exit (``cta_turnover_cycles``): :meth:`get`
+    gives ``(SM, free from)``."""
+
+    def __init__(self, env: simpy.Environment, arch: ArchProfile, per_sm: int, turnover: Callable[[], float]):
+        self.env = env
+        self.turnover = turnover
+        self._store = simpy.Store(env)
+        self._store.items.extend((sm, 0.0) for sm in list(range(arch.sm_count)) * per_sm)
+
+    def get(self) -> simpy.Event:
+        return self._store.get()
+
+    def put(self, sm: int) -> None:
+        self._store.put((sm, self.env.now + self.turnover()))
+
+
 class ClusterSlots:
     """Free CTA slots per SM, handed out a whole cluster at a time within one GPC
     (``ArchProfile.gpc_sms``): the first GPC, in SM order, with a slot for every CTA of the
-    cluster, its SMs with the most free slots first."""
+    cluster, its SMs with the most free slots first.  (No turnover: not measured for clusters.)"""
 
     def __init__(self, env: simpy.Environment, arch: ArchProfile, per_sm: int):
         self.env = env

@@ -114,7 +114,7 @@ class Machine:
         else:
             # each exit draws its own turnover (a perturbed replay jitters it as every latency)
             turnover = lambda: self.timing.scale(a.cta_turnover_cycles)  # noqa: E731
-            self.env.process(self._launcher(SmSlots(self.env, a, per_sm, turnover)))
+            self.env.process(self._launcher(SmSlots(self.env, a, per_sm, turnover, len(s.ctas))))
             with gc_paused():
                 self.env.run()
         result = self._result()
@@ -336,13 +336,18 @@ class Machine:
 class SmSlots:
     """Free CTA slots, one CTA at a time: every SM once, then each again, ...  A slot a CTA left
     is free again ``turnover()`` cycles after its exit (``cta_turnover_cycles``): :meth:`get`
-    gives ``(SM, free from)``."""
+    gives ``(SM, free from)``.  Only the first ``ctas`` free slots are listed: a launch of
+    ``ctas`` CTAs takes the k-th listed slot for its k-th CTA while any is left (a slot given
+    back goes to the end), so the rest are never reached -- and a one-CTA replay need not
+    list 132 x 32 of them."""
 
-    def __init__(self, env: simpy.Environment, arch: ArchProfile, per_sm: int, turnover: Callable[[], float]):
+    def __init__(self, env: simpy.Environment, arch: ArchProfile, per_sm: int, turnover: Callable[[], float],
+                 ctas: int):
         self.env = env
         self.turnover = turnover
         self._store = simpy.Store(env)
-        self._store.items.extend((sm, 0.0) for sm in list(range(arch.sm_count)) * per_sm)
+        n, sms = min(ctas, arch.sm_count * per_sm), arch.sm_count
+        self._store.items.extend((i % sms, 0.0) for i in range(n))
 
     def get(self) -> simpy.Event:
         return self._store.get()

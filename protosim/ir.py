@@ -401,6 +401,37 @@ class GlobalStore(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GlobalLoad(Op):
+    """Global memory -> registers (``ld.global``) by each executing warp: Triton's ``tt.load``.
+
+    The warp issues its ``bytes / (lanes x load_bytes)`` load instructions and moves on (in-order
+    issue does not wait for data); the registers fill one load latency later, and the warp's
+    first instruction that reads them waits there (:class:`GlobalLoadWait`, the scoreboard).
+    ``src`` names the global data read (the L2 model's key).  The timing rule is
+    docs/semantics.md "Global loads into registers"."""
+
+    kind: ClassVar[str] = "global_load"
+    unit: ClassVar[str] = "lsu"
+    global_io: ClassVar[str | None] = "read"
+    per_warp: ClassVar[bool] = True
+    bytes: int
+    src: str
+    load_bytes: int = 16
+    """Bytes one lane loads per instruction (1 .. 16)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GlobalLoadWait(Op):
+    """The warp's first use of registers a :class:`GlobalLoad` fills (the scoreboard): it waits
+    until at most ``pending`` of the global loads it issued are still out -- the newest ones
+    (loads return in issue order here), as ``cp.async.wait_group`` counts groups."""
+
+    kind: ClassVar[str] = "global_load_wait"
+    unit: ClassVar[str] = "lsu"
+    pending: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Mma(Op):
     """``tcgen05.mma`` for an ``m x n x k_elems`` tile (``Tx.gemm_async``): async, in order.
 
@@ -478,6 +509,10 @@ class Wgmma(Op):
     writes: tuple[Access, ...] = ()
     accumulate: bool = False
     descriptors: str = "uniform"
+    operand_bytes: int = 2
+    """Bytes of an A / B element: 2 (f16, bf16), 1 (fp8, int8: ``m64nNk32``), 4 (tf32:
+    ``m64nNk8``).  An instruction covers 32 bytes of K whatever the type (PTX ISA, wgmma
+    shapes), so ``k_elems`` fp8 elements are half the instructions of as many f16 ones."""
 
     def accesses(self) -> tuple[Access, ...]:
         return self.reads + self.writes
@@ -664,7 +699,7 @@ OP_TYPES: dict[str, type[Op]] = {
     cls.kind: cls
     for cls in (
         MbarInit, MbarInval, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
-        BulkWait, ThreadCopy, SmemStore, GlobalStore, Mma, MmaCommit, Wgmma, WgmmaCommit,
+        BulkWait, ThreadCopy, SmemStore, GlobalStore, GlobalLoad, GlobalLoadWait, Mma, MmaCommit, Wgmma, WgmmaCommit,
         WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
         Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync, WarpSync,
         TmemCopy, TmemStore, WaitSt, ClusterArrive, ClusterWait,
@@ -733,6 +768,7 @@ _DATACLASSES.save()  # the last dataclass of the module is above
 
 L2_AT_LAUNCH = ("cold", "inputs")
 LOAD_WIDTHS = (1, 2, 4, 8, 16)
+WGMMA_OPERAND_BYTES = (1, 2, 4)
 """Bytes per lane of one ``ld.global`` or ``st.global`` (.u8 .. .v4.u32; PTX ISA ld, st)."""
 MAX_BANK_WAYS = 32
 """A store's bank conflict is at most 32-way: shared memory has 32 banks, a warp 32 lanes."""
@@ -788,9 +824,17 @@ def validate(s: Schedule) -> None:
                 if isinstance(op, Wgmma) and op.descriptors not in WGMMA_DESCRIPTORS:
                     raise ScheduleError(f"{where}: descriptors = {op.descriptors!r}; use "
                                         f"{' or '.join(map(repr, WGMMA_DESCRIPTORS))}")
+                if isinstance(op, Wgmma) and op.operand_bytes not in WGMMA_OPERAND_BYTES:
+                    raise ScheduleError(f"{where}: operand_bytes = {op.operand_bytes!r}; a wgmma operand element is "
+                                        f"{', '.join(map(str, WGMMA_OPERAND_BYTES))} bytes (fp8/int8, f16/bf16, tf32)")
                 if isinstance(op, ThreadCopy) and op.load_bytes not in LOAD_WIDTHS:
                     raise ScheduleError(f"{where}: load_bytes = {op.load_bytes}; an ld.global moves "
                                         f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")
+                if isinstance(op, GlobalLoadWait) and op.pending < 0:
+                    raise ScheduleError(f"{where}: pending = {op.pending}; a count of loads left in flight is >= 0")
+                if isinstance(op, GlobalLoad) and (op.load_bytes not in LOAD_WIDTHS or not op.src):
+                    raise ScheduleError(f"{where}: load_bytes = {op.load_bytes}, src = {op.src!r}; an ld.global moves "
+                                        f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane and names what it reads")
                 if isinstance(op, GlobalStore) and op.store_bytes not in LOAD_WIDTHS:
                     raise ScheduleError(f"{where}: store_bytes = {op.store_bytes}; an st.global moves "
                                         f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")

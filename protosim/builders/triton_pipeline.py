@@ -11,7 +11,8 @@ through ``cp.async`` groups, ``async_wait``, then the MMA), read off its TTGIR:
 * **wgmma targets** (sm_90; profile ``h200``): ``num_stages`` buffers; the prologue
   copies k-tiles ``0 .. S-2``; each iteration waits with ``{num = 2 (S - 2)}``, issues
   the wgmma on the stage (it reads shared memory itself), waits until one wgmma is
-  pending, then refills the stage the previous wgmma read.
+  pending, then refills the stage the previous wgmma read;
+* both end with the C tile's ``tt.store`` (16-byte ``st.global`` instructions).
 
 Barriers sit where Triton's membar pass puts them and tiles are tagged as the TTGIR
 reader tags them (``protosim.frontends.ttgir``), so for the same configuration the
@@ -41,6 +42,7 @@ from protosim.ir import (
     CtaProgram,
     CtaSync,
     Fence,
+    GlobalStore,
     LocalLoad,
     MmaSync,
     Op,
@@ -150,6 +152,9 @@ def build(cfg: PipelineConfig) -> Schedule:
     if wgmma:
         ops.append(WgmmaWait(n=0))
     ops += [CpAsyncWait(n=0), CtaSync()]
+    # the epilogue's tt.store of the C tile, each warp its share: Triton's blocked layout gives a
+    # thread 8 contiguous fp16 ({sizePerThread = [1, 8]} in every fixture), one 16-byte st.global
+    ops.append(GlobalStore(bytes=cfg.BLOCK_M * cfg.BLOCK_N * F16 // warps, store_bytes=16))
     ctas = (cfg.M // cfg.BLOCK_M) * (cfg.N // cfg.BLOCK_N)
     return Schedule(
         name="triton_pipeline",

@@ -84,9 +84,10 @@ def resident_at_launch(schedule: Schedule, capacity: int, sides: dict[str, int] 
         for role, ops in zip(schedule.roles, cta.roles, strict=True):
             for op in ops:
                 io = op.global_io
-                if io == "read":  # into shared memory: keyed by the global tile it reads
+                if io == "read":  # keyed by the global tile it reads
                     key = op.src or op.dst.content
-                    per_warp = op.per_warp and op.dst.part == WARP_PART
+                    dst = getattr(op, "dst", None)  # a load into registers has none: each warp reads its share
+                    per_warp = op.per_warp and (dst is None or dst.part == WARP_PART)
                     size = op.bytes * (role.warps if per_warp else 1)
                     reads.setdefault(tensor_of(key), {})[key] = size * (shared_footprint if sides.get(key) == BOTH_SIDES else 1)
                 elif io == "write":

@@ -100,7 +100,7 @@ class CtaState:
 
 class WarpState:
     __slots__ = ("cta", "role", "role_name", "warp", "warps", "who", "blocked", "stall", "done", "g", "clock", "debt",
-                 "lane_writes", "remote_until")
+                 "lane_writes", "remote_until", "loads_ready")
 
     def __init__(self, cta: CtaState, role: int, role_name: str, warp: int, warps: int, g: int):
         self.cta = cta
@@ -121,6 +121,9 @@ class WarpState:
         """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not
         yet paid with a SimPy timeout: paid before the next op that others can see."""
         self.remote_until = 0.0
+        self.loads_ready: list[float] = []
+        """When the registers of each global load into registers this warp issued have filled
+        (``GlobalLoad``, in issue order, non-decreasing): what a ``GlobalLoadWait`` waits for."""
         """When this warp's last remote mbarrier op (``.shared::cluster`` on a peer) lands: a
         ``barrier.cluster.arrive.release`` after it completes no earlier."""
         self.lane_writes: dict[tuple[str, int, int | None], int] = {}

@@ -355,6 +355,10 @@ _WAYS = "ways"
 """An n-way shared-memory bank conflict: 1 (none) to 32 (every lane on one bank)."""
 _DESC = "descriptors"
 """Where a wgmma builds its operand descriptors: "uniform" or "per_thread"."""
+_NAME = "name"
+"""A non-empty string: what a load into registers reads (its L2 key)."""
+_OPBYTES = "operand_bytes"
+"""Bytes of a wgmma operand element: 1 (fp8, int8), 2 (f16, bf16) or 4 (tf32)."""
 _COMMON = {"issuer": (_ISSUER, False), "tile": (_TILE, False), "k": (_INT_OPT, False), "label": (_STR, False)}
 _MMA = {"m": (_POS, True), "n": (_POS, True), "k_elems": (_POS, True), "reads": (_ACCESSES, False),
         "writes": (_ACCESSES, False), "accumulate": (_BOOL, False)}
@@ -375,6 +379,8 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
                     "in_flight": (_NONNEG, False)},
     "smem_store": {"bytes": (_POS, True), "dst": (_ACCESS, True), "bank_ways": (_WAYS, False)},
     "global_store": {"bytes": (_POS, True), "store_bytes": (_WIDTH, False)},
+    "global_load": {"bytes": (_POS, True), "src": (_NAME, True), "load_bytes": (_WIDTH, False)},
+    "global_load_wait": {},
     "cp_async": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False)},
     "cp_async_commit": {},
     "cp_async_wait": {"n": (_NONNEG, False)},
@@ -382,7 +388,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "mma_sync": {"m": (_POS, True), "n": (_POS, True), "k_elems": (_POS, True)},
     "mma": dict(_MMA),
     "mma_commit": {"barrier": (_BARRIER, True), "use": (_INT, True)},
-    "wgmma": {**_MMA, "descriptors": (_DESC, False)},
+    "wgmma": {**_MMA, "descriptors": (_DESC, False), "operand_bytes": (_OPBYTES, False)},
     "wgmma_commit": {},
     "wgmma_wait": {"n": (_NONNEG, False)},
     "tmem_load": {"bytes": (_POS, True), "src": (_ACCESS, True)},
@@ -463,6 +469,16 @@ class _Sched:
         elif typ == _DESC:
             if not isinstance(v, str) or v not in DESCRIPTOR_PATHS:
                 j.refuse("sched.range", f"{where} = {_short(v)} is no descriptor path")
+        elif typ == _NAME:
+            if not isinstance(v, str):
+                j.refuse("sched.type", f"{where} = {_short(v)} is not a string")
+            elif not v:
+                j.refuse("sched.range", f"{where} is empty")
+        elif typ == _OPBYTES:
+            if not is_int(v):
+                j.refuse("sched.type", f"{where} = {_short(v)} is not an integer")
+            elif v not in (1, 2, 4):
+                j.refuse("sched.range", f"{where} = {v} is no operand width")
         elif typ == _INT_OPT:
             if v is not None and not is_int(v):
                 j.refuse("sched.type", f"{where} = {_short(v)}")

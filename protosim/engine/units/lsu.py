@@ -1,6 +1,7 @@
 """Copies the warps make themselves, through the SM's load/store unit: synchronous thread
 copies global -> shared, register stores to shared memory, shared -> register loads,
-global stores, and the asynchronous ``cp.async`` with its commit/wait groups.
+global loads into registers and global stores, and the asynchronous ``cp.async`` with its
+commit/wait groups.
 
 A synchronous copy is known to its own warp when it finishes.  When all 32 lanes stored,
 each lane knows only its own bytes until the lanes synchronise (``lane_writes``): an
@@ -15,7 +16,18 @@ from protosim.engine import resolve
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.engine.units.groups import GroupTable
-from protosim.ir import CpAsync, CpAsyncCommit, CpAsyncWait, GlobalStore, LocalLoad, Op, SmemStore, ThreadCopy
+from protosim.ir import (
+    CpAsync,
+    CpAsyncCommit,
+    CpAsyncWait,
+    GlobalLoad,
+    GlobalLoadWait,
+    GlobalStore,
+    LocalLoad,
+    Op,
+    SmemStore,
+    ThreadCopy,
+)
 
 LANE_WRITES = (SmemStore, ThreadCopy)
 """Synchronous shared-memory stores: with 32 lanes, each lane writes its own bytes, and an
@@ -34,17 +46,25 @@ def copy_rounds(op: ThreadCopy) -> float:
     return max(1.0, op.loads_per_lane / op.in_flight)
 
 
-def lsu_cycles(op: ThreadCopy | CpAsync, arch) -> float:
+def load_issue_cycles(width: int, arch) -> float:
+    """Cycles one warp ``ld.global`` of ``width`` bytes per lane holds its SM's load/store unit:
+    its issue (2-byte loads more than wider ones) or its bytes at the SM's rate, whichever is
+    more (docs/semantics.md "Thread copies")."""
+    issue = arch.global_load_subword_issue_cycles if width < 4 else arch.global_load_issue_cycles
+    return max(issue, 32 * width / arch.lsu_bytes_per_clk)
+
+
+def lsu_cycles(op: ThreadCopy | CpAsync | GlobalLoad, arch) -> float:
     """Cycles one warp's copy holds its SM's load/store unit (docs/semantics.md "Thread copies").
 
-    A thread copy is ``loads_per_lane`` warp ``ld.global`` instructions, each costing its issue
-    (2-byte loads more than wider ones) or its bytes at the SM's rate, whichever is more, and one
-    ``st.shared`` of the loaded value each.  A ``cp.async`` is timed by its bytes."""
-    if op.__class__ is ThreadCopy:
-        width = op.load_bytes
-        issue = arch.global_load_subword_issue_cycles if width < 4 else arch.global_load_issue_cycles
-        per_load = max(issue, 32 * width / arch.lsu_bytes_per_clk) + arch.copy_store_issue_cycles
-        return op.loads_per_lane * per_load
+    A thread copy is ``loads_per_lane`` warp ``ld.global`` instructions (:func:`load_issue_cycles`)
+    and one ``st.shared`` of the loaded value each; a load into registers the instructions alone
+    (at least one).  A ``cp.async`` is timed by its bytes."""
+    cls = op.__class__
+    if cls is ThreadCopy:
+        return op.loads_per_lane * (load_issue_cycles(op.load_bytes, arch) + arch.copy_store_issue_cycles)
+    if cls is GlobalLoad:
+        return max(1, -(-op.bytes // (32 * op.load_bytes))) * load_issue_cycles(op.load_bytes, arch)
     return op.bytes / arch.lsu_bytes_per_clk
 
 
@@ -65,6 +85,8 @@ class LsuUnit(Unit):
             ThreadCopy: Handler(None, self.thread_copy, self.sync_done),
             SmemStore: Handler(None, self.smem_store, self.sync_done),
             GlobalStore: Handler(None, self.global_store),
+            GlobalLoad: Handler(None, self.global_load),
+            GlobalLoadWait: Handler(None, self.global_load_wait, self.m.unblocked),
         }
 
     def local(self):
@@ -126,6 +148,39 @@ class LsuUnit(Unit):
         self.m.observe(w, i, (seq,), "synchronous")
         if op.__class__ in LANE_WRITES and THREADS[op.issuer] > 1:
             w.lane_writes[resolve.slot(w, op.dst)] = seq
+
+    def global_load(self, w: WarpState, i: int, op: GlobalLoad) -> simpy.Event | None:
+        """``ld.global`` into registers: the warp is held while its load instructions issue
+        (:func:`lsu_cycles`, its SM's load/store unit shared with the other warps there), and its
+        registers fill one L2 or DRAM load latency after the later of that and the chip's L2 /
+        HBM pipe -- the rule of a thread copy's loads, less its stores (docs/semantics.md "Global
+        loads into registers")."""
+        m, arch = self.m, self.arch
+        now = m.env.now
+        key = f"{op.src}#{w.warp}"
+        hit, chip_done = m.memory.read(now, key, op.bytes, w.cta.sm.side)
+        issued = w.cta.sm.lsu.serve(now, lsu_cycles(op, arch))
+        lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
+        ready = max(now + lat, max(issued, chip_done) + lat)
+        if not hit:
+            m.memory.filling(key, ready - m.timing.scale(arch.global_load_l2_cycles))
+        filled = w.loads_ready
+        filled.append(max(ready, filled[-1]) if filled else ready)  # returned in issue order
+        return m.env.timeout(issued - now) if issued > now else None
+
+    def global_load_wait(self, w: WarpState, i: int, op: GlobalLoadWait) -> simpy.Event | None:
+        """The scoreboard: the warp's first use of loaded registers waits until at most
+        ``pending`` of its loads are out."""
+        m = self.m
+        filled = w.loads_ready
+        if len(filled) <= op.pending:
+            return None
+        t = filled[len(filled) - 1 - op.pending]
+        now = m.env.now
+        if t <= now:
+            return None
+        m.block(w, i, op, "global_load", "registers")
+        return m.env.timeout(t - now)
 
     def global_store(self, w: WarpState, i: int, op: GlobalStore) -> simpy.Event:
         """``st.global``: the warp is held while its store instructions issue -- a fixed cost

@@ -76,13 +76,17 @@ class TensorCoreUnit(Unit):
     def shape(self, op: Mma | Wgmma | MmaSync) -> tuple[float, int]:
         """(occupancy, instructions) of an MMA tile op, computed once per shape.  A wgmma whose
         descriptors are built in per-thread registers has a longer floor per instruction (the
-        R2UR moves before each: docs/semantics.md "wgmma")."""
+        R2UR moves before each: docs/semantics.md "wgmma"); one of 1-byte operands covers twice
+        the K of an f16 one (``Wgmma.operand_bytes``)."""
         desc = getattr(op, "descriptors", "uniform")
-        key = (op.m, op.n, op.k_elems, desc)
+        width = getattr(op, "operand_bytes", 2)
+        key = (op.m, op.n, op.k_elems, desc, width)
         shape = self._shapes.get(key)
         if shape is None:
             floor = self.arch.wgmma_per_thread_desc_issue_min if desc == "per_thread" else None
-            shape = self._shapes[key] = self.arch.mma_cycles(op.m, op.n, op.k_elems, floor)
+            # the profile's instruction K is for 2-byte operands: an instruction covers 32 bytes of K
+            k = -(-op.k_elems * width // 2)
+            shape = self._shapes[key] = self.arch.mma_cycles(op.m, op.n, k, floor)
         return shape
 
     def mma_issue_cost(self, w: WarpState, op: Mma | Wgmma) -> float:

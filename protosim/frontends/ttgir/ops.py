@@ -11,12 +11,13 @@ from protosim.frontends.ttgir.walk import _HANDLERS
 _HANDLED = frozenset({*_HANDLERS, "scf.yield", "ttg.warp_yield", "ttg.warp_return", "ttng.tmem_alloc"})
 """Ops with a rule in the walk (``protosim.frontends.ttgir.walk``), and the region terminators."""
 _IGNORED = frozenset({
-    # registers and global memory only: no shared-memory access the model needs, no synchronization
+    # registers only: no shared-memory access the model needs, no synchronization (tt.load and
+    # tt.store, global memory through registers, are timed: protosim.frontends.ttgir.registers)
     "tt.addptr", "tt.advance", "tt.assert", "tt.atomic_cas", "tt.atomic_rmw", "tt.bitcast", "tt.broadcast", "tt.cat",
     "tt.clampf", "tt.expand_dims", "tt.extern_elementwise", "tt.fp_to_fp", 
-    "tt.histogram", "tt.int_to_ptr", "tt.join", "tt.load", "tt.make_range", "tt.make_tensor_ptr", "tt.mulhiui",
+    "tt.histogram", "tt.int_to_ptr", "tt.join", "tt.make_range", "tt.make_tensor_ptr", "tt.mulhiui",
     "tt.precise_divf", "tt.precise_sqrt", "tt.print", "tt.ptr_to_int", "tt.reduce", "tt.reduce.return", "tt.reshape",
-    "tt.return", "tt.scan", "tt.scan.return", "tt.splat", "tt.split", "tt.store", "tt.trans", "tt.unsplat",
+    "tt.return", "tt.scan", "tt.scan.return", "tt.splat", "tt.split", "tt.trans", "tt.unsplat",
     "ttg.convert_layout", "ttg.local_dealloc", "ttg.global_scratch_alloc", "ub.poison",
     "tt.make_tensor_descriptor", "tt.dot_scaled", "tt.gather", "tt.map_elementwise",
     "tt.map_elementwise.return", "ttg.fp4_to_fp", "ttg.upcast_mxfp",

@@ -125,6 +125,8 @@ class Ttgir:
     """``ttg.tensor_memory_size``: TMEM columns, after Triton's TMEM allocation pass."""
     live_peak: int = 0
     """The liveness estimate of shared memory (:func:`_live_peak`)."""
+    layouts: dict[str, str] = field(default_factory=dict)
+    """The module's layout aliases: ``#blocked1`` -> ``#ttg.blocked<{sizePerThread = ...}>``."""
 
     metadata_shared: int | None = None
     """``shared`` of the compiled kernel's metadata beside the file (set by ``read``)."""
@@ -181,6 +183,7 @@ def _err(path: str | Path, line: int | None, message: str) -> TtgirError:
     return TtgirError(f"{path}: line {line}: {message}" if line else f"{path}: {message}")
 
 
+_LAYOUT_ALIAS = re.compile(r"^\s*(#\w+)\s*=\s*(#ttg\.\w+<.*>)\s*$", re.M)
 _LOC_ALIAS = re.compile(r"#loc\w*\s*=\s*loc\(.*\)$")
 _LOC = re.compile(r'\s*loc\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)')
 _STMT = re.compile(r'^\s*(?:(%[\w.#\-]+(?::\d+)?(?:\s*,\s*%[\w.#]+)*)\s*=\s*)?(?:"([a-z_][\w.]*)"|([a-z_][\w.]*)\b)(.*)$')
@@ -476,6 +479,7 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
     mod = Ttgir(path, func.group(1), target, num_warps, list(arg_info), stack[0], allocs, arg_info, start + 1,
                 module_shared=int(shared.group(1)) if shared else None, module_tmem=int(tmem.group(1)) if tmem else None)
     mod.live_peak = _live_peak(stack[0], allocs)
+    mod.layouts = {m.group(1): m.group(2) for m in _LAYOUT_ALIAS.finditer(text)}
     return mod
 
 

@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from protosim.frontends.ttgir.registers import element_bytes, moved
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
 from protosim.frontends.ttgir.text import (
     _ATTR_DICT,
@@ -49,6 +50,9 @@ from protosim.ir import (
     CpAsyncWait,
     CtaSync,
     Fence,
+    GlobalLoad,
+    GlobalLoadWait,
+    GlobalStore,
     LocalLoad,
     MbarInit,
     MbarInval,
@@ -81,7 +85,7 @@ VIEW_OPS = ("ttg.memdesc_index", "ttg.memdesc_subview", "ttg.memdesc_subslice", 
 
 _EMITS = {"ttg.async_copy_global_to_local": 1, "ttg.async_commit_group": 1, "ttg.async_wait": 2, "ttg.local_load": 1,
           "tt.dot": 1, "ttng.warp_group_dot": 2, "ttng.warp_group_dot_wait": 1, "ttng.init_barrier": 1,
-          "ttng.tmem_load": 2, "ttng.tmem_store": 2, "ttg.local_store": 1}
+          "ttng.tmem_load": 2, "ttng.tmem_store": 2, "ttg.local_store": 1, "tt.load": 1, "tt.store": 1}
 """Schedule ops a statement always emits (predicated ones count 0): a lower bound for a loop body."""
 
 
@@ -106,6 +110,14 @@ class Role:
     ``fence.proxy.async``."""
     mma_reads: list[Access] = field(default_factory=list)
     """Shared memory read by the role's uncommitted wgmma groups (the membar rule's view of them)."""
+    loading: dict[str, int] = field(default_factory=dict)
+    """Values a ``tt.load`` of this role is still filling, and values computed from them ->
+    the newest load (by issue number) they wait for: the first op that emits anything and
+    reads one waits for it (``GlobalLoadWait``)."""
+    loaded: int = 0
+    """Loads (``tt.load``) this role has issued."""
+    loads: dict[str, int] = field(default_factory=dict)
+    """``tt.load`` sites of this role -> loads made there so far (the L2 model's keys)."""
 
 
 def _ws_stmt(body: list[Stmt]) -> Stmt | None:
@@ -465,10 +477,70 @@ class Walker:
             self.sync()  # membar: one thread's mbarrier.init, then everyone may use the barrier
             self.inits_unsynced = False
         handler = _HANDLERS.get(op)
+        role = self.role
+        waits = self.reads_loading(st, handler is not None) if role.loading else None
+        n = len(role.ops)
         if handler is not None:
             handler(self, st)
         elif op.startswith("arith."):
             self.scalar(st)
+        if waits is not None:  # before the first op the statement emitted that is not its membar barrier
+            while n < len(role.ops) and isinstance(role.ops[n], (CtaSync, NamedBarrierSync)):
+                n += 1
+            role.ops.insert(n, waits)
+
+    # global memory through registers -------------------------------------------------
+    def reads_loading(self, st: Stmt, emits: bool) -> GlobalLoadWait | None:
+        """The scoreboard: the wait ``st`` makes its warps do for their global loads, if any.  A
+        statement that emits ops (a store, a dot, ...) and reads a value a ``tt.load`` is still
+        filling waits for that load, just before its first op that is not a barrier: until no
+        more than the loads issued after it are out (loads return in order here).  Register
+        math on such a value (ignored ops) passes the wait on to whatever uses its result, and
+        so does a loop that carries it (its iter_arg; ``loop``).  A branch or a
+        warp_specialize waits before it."""
+        role = self.role
+        used = [role.loading[t] for t in _OPERAND.findall(st.rest) if t in role.loading]
+        if not used:
+            return None
+        newest = max(used)
+        if not emits:
+            for r in st.results:
+                role.loading[r.split(":")[0]] = newest
+            return None
+        if st.op == "scf.for":
+            return None
+        wait = GlobalLoadWait(pending=role.loaded - 1 - newest)
+        role.loading = {v: j for v, j in role.loading.items() if j > newest}  # those are in now
+        if st.op in ("scf.if", "ttg.warp_specialize"):
+            role.ops.append(wait)
+            return None
+        return wait
+
+    def global_load(self, st: Stmt) -> None:
+        """``tt.load``: each warp issues its share of the tensor's ``ld.global`` instructions and moves on
+        (docs/semantics.md "Global loads into registers")."""
+        size, width = self.moved(st)
+        name = self.result(st)
+        site = name.lstrip("%").split("#")[0]
+        role = self.role
+        n = role.loads.get(site, 0)
+        role.loads[site] = n + 1
+        role.ops.append(GlobalLoad(bytes=max(32 * width, -(-size // role.warps)), load_bytes=width, src=f"{site}@{n}"))
+        role.loading[name] = role.loaded
+        role.loaded += 1
+
+    def global_store(self, st: Stmt) -> None:
+        """``tt.store``: each warp's share of the tensor's ``st.global`` instructions (docs/semantics.md
+        "Global stores")."""
+        size, width = self.moved(st)
+        self.ops.append(GlobalStore(bytes=max(32 * width, -(-size // self.role.warps)), store_bytes=width))
+
+    def moved(self, st: Stmt) -> tuple[int, int]:
+        got = moved(st.rest.rsplit(" : ", 1)[-1], self.mod.layouts)
+        if got is None:
+            raise self.err(st, f"{st.op} without a pointer type after its operands (tensor<...x!tt.ptr<T>, #layout> or "
+                           "!tt.ptr<T>): the line is cut or hand-edited")
+        return got
 
     # views ---------------------------------------------------------------------
     def memdesc_view(self, st: Stmt) -> None:
@@ -579,7 +651,9 @@ class Walker:
                 self.async_read(buf)
                 reads.append(self.access(tok, st))
         m, n, k = self.dot_shape(st)
-        self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads)), WgmmaCommit()])
+        elem = re.search(r'(?:tensor|memdesc)<\d+x\d+x(\w+)', st.rest.split(" : ", 1)[-1])
+        width = element_bytes(elem.group(1)) if elem else 2
+        self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads), operand_bytes=width), WgmmaCommit()])
         if not re.search(r'isAsync\s*=\s*true', st.rest):  # a synchronous dot: Triton's lowering waits for it
             self.ops.append(WgmmaWait(n=0))
 
@@ -848,6 +922,9 @@ class Walker:
             if "=" in pair:
                 name, init = (p.strip() for p in pair.split("=", 1))
                 carried.append((name, init))
+        loading = self.role.loading
+        if loading:  # a value still loading, carried in: its iter_arg is loading too
+            loading.update({name: loading[init] for name, init in carried if init in loading})
         values = [self.env.get(init) for _, init in carried]
         poisons = [self.poisoned.get(init) for _, init in carried]
         views = [self.views.get(init) or ((init.lstrip("%"), 0, None) if init.lstrip("%") in self.mod.allocs else None)
@@ -872,6 +949,9 @@ class Walker:
             finally:
                 self.loop_depth -= 1
             yielded = _OPERAND.findall(operand_head(y.rest)) if y else []
+            loading = self.role.loading
+            if loading:  # a value still loading, carried into the next iteration under its iter_arg's name
+                loading.update({name: loading[t] for (name, _), t in zip(carried, yielded, strict=False) if t in loading})
             values = [self.env.get(t) for t in yielded]
             poisons = [self.poisoned.get(t) for t in yielded]
             views = [self.views.get(t) for t in yielded]
@@ -879,6 +959,10 @@ class Walker:
             i += step
         if st.results:
             base = st.results[0].split(":")[0]
+            loading = self.role.loading
+            if loading:  # the loop's results that are values still loading
+                loading.update({name: loading[t] for j, t in enumerate(yielded if trips else []) if t in loading
+                                for name in ([base] if j == 0 else []) + [f"{base}#{j}"]})
             for j, (v, vw, pz, src) in enumerate(zip(values, views, poisons, sources, strict=False)):
                 # A loop of one result is used as %r, of several as %r#j.
                 for name in ([base] if j == 0 else []) + [f"{base}#{j}"]:
@@ -901,6 +985,8 @@ _HANDLERS = {
     "ttg.local_load": Walker.local_load,
     "ttg.async_copy_global_to_local": Walker.async_copy,
     "ttg.async_commit_group": lambda w, st: w.ops.append(CpAsyncCommit()),
+    "tt.load": Walker.global_load,
+    "tt.store": Walker.global_store,
     "ttg.async_wait": Walker.async_wait,
     "gpu.barrier": Walker.barrier,
     "ttg.barrier": Walker.barrier,

@@ -432,6 +432,25 @@ class GlobalLoadWait(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterMath(Op):
+    """Arithmetic on values in registers by each executing warp (Triton's elementwise ops and
+    reductions on tensors): how many warp instructions of each class the warp issues.  They
+    run on the warp's SM sub-partition, one class at a time per instruction, and the warp waits
+    for them (docs/semantics.md "Register math")."""
+
+    kind: ClassVar[str] = "register_math"
+    unit: ClassVar[str] = "alu"
+    fp32: int = 0
+    """FP32 add / mul / FMA / compare / select (and packed f16x2 arithmetic)."""
+    half_rate: int = 0
+    """Max / min (FMNMX) and conversions to fp16 (F2FP)."""
+    mufu: int = 0
+    """The special-function unit: ex2, lg2, rcp, rsqrt, sin, cos."""
+    shfl: int = 0
+    """Warp shuffles (a reduction across lanes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Mma(Op):
     """``tcgen05.mma`` for an ``m x n x k_elems`` tile (``Tx.gemm_async``): async, in order.
 
@@ -699,7 +718,7 @@ OP_TYPES: dict[str, type[Op]] = {
     cls.kind: cls
     for cls in (
         MbarInit, MbarInval, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
-        BulkWait, ThreadCopy, SmemStore, GlobalStore, GlobalLoad, GlobalLoadWait, Mma, MmaCommit, Wgmma, WgmmaCommit,
+        BulkWait, ThreadCopy, SmemStore, GlobalStore, GlobalLoad, GlobalLoadWait, RegisterMath, Mma, MmaCommit, Wgmma, WgmmaCommit,
         WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
         Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync, WarpSync,
         TmemCopy, TmemStore, WaitSt, ClusterArrive, ClusterWait,
@@ -830,6 +849,9 @@ def validate(s: Schedule) -> None:
                 if isinstance(op, ThreadCopy) and op.load_bytes not in LOAD_WIDTHS:
                     raise ScheduleError(f"{where}: load_bytes = {op.load_bytes}; an ld.global moves "
                                         f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")
+                if isinstance(op, RegisterMath) and min(op.fp32, op.half_rate, op.mufu, op.shfl) < 0:
+                    raise ScheduleError(f"{where}: a negative instruction count ({op.fp32}, {op.half_rate}, {op.mufu}, "
+                                        f"{op.shfl}); count each class's warp instructions, >= 0")
                 if isinstance(op, GlobalLoadWait) and op.pending < 0:
                     raise ScheduleError(f"{where}: pending = {op.pending}; a count of loads left in flight is >= 0")
                 if isinstance(op, GlobalLoad) and (op.load_bytes not in LOAD_WIDTHS or not op.src):

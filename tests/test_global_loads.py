@@ -174,18 +174,30 @@ def test_a_triton_load_is_waited_for_where_it_is_stored():
     assert [(s.bytes, s.store_bytes) for s in stores] == [(64 * 64 * 2 // 4, 16)]
 
 
-def test_register_math_on_a_loaded_value_passes_the_wait_on(tmp_path):
-    """An ignored op reading the loaded value does not wait; the store of its result does.
-    An op that emits but reads something else (a barrier) does not wait either."""
+def test_a_register_move_of_a_loaded_value_passes_the_wait_on(tmp_path):
+    """An op that only moves registers (convert_layout) does not wait; the store of its result
+    does.  An op that emits but reads something else (a barrier) does not wait either."""
     path = edited(tmp_path, [
         ("%a_58 = ttg.local_alloc %a_57 :",
-         "%a_x = arith.addf %a_57, %a_57 : tensor<64x32xf16, #blocked1>\n      gpu.barrier\n"
-         "      %a_58 = ttg.local_alloc %a_x :"),
+         "%a_x = ttg.convert_layout %a_57 : tensor<64x32xf16, #blocked1> -> tensor<64x32xf16, #blocked1>\n"
+         "      gpu.barrier\n      %a_58 = ttg.local_alloc %a_x :"),
     ])
     ops = ops_of(path)
     first = next(i for i, op in enumerate(ops) if isinstance(op, GlobalLoad))
     kinds = [type(op).__name__ for op in ops[first:first + 4]]
     assert kinds == ["GlobalLoad", "CtaSync", "GlobalLoadWait", "SmemStore"]
+
+
+def test_math_on_a_loaded_value_waits_for_it(tmp_path):
+    """Register math reads the registers: it waits for the load, the store after it does not."""
+    path = edited(tmp_path, [
+        ("%a_58 = ttg.local_alloc %a_57 :",
+         "%a_x = arith.addf %a_57, %a_57 : tensor<64x32xf16, #blocked1>\n      %a_58 = ttg.local_alloc %a_x :"),
+    ])
+    ops = ops_of(path)
+    first = next(i for i, op in enumerate(ops) if isinstance(op, GlobalLoad))
+    kinds = [type(op).__name__ for op in ops[first:first + 4]]
+    assert kinds == ["GlobalLoad", "GlobalLoadWait", "RegisterMath", "SmemStore"]
 
 
 def test_a_load_carried_into_the_next_iteration_is_waited_for_there(tmp_path):

@@ -121,6 +121,16 @@ class ArchProfile:
     """One SM's cost per warp ``st.global`` instruction, whatever its width."""
     global_store_chip_per_clk: float
     """Warp ``st.global`` instructions the chip's L2 takes per cycle, all SMs together."""
+    alu_fp32_cycles: float
+    """A warp's FP32 add / mul / FMA instruction on its SM sub-partition (``engine/units/alu.py``)."""
+    alu_half_rate_cycles: float
+    """A warp's FMNMX (max / min) or F2FP (fp32 -> packed fp16x2) instruction."""
+    alu_mufu_cycles: float
+    """A warp's MUFU instruction (ex2, lg2, rcp, rsqrt, sin, cos)."""
+    alu_shfl_cycles: float
+    """A warp's SHFL (a reduction's butterfly step)."""
+    sm_subpartitions: int
+    """Warp schedulers per SM: a CTA's warp ``g`` issues its register math on sub-partition ``g % n``."""
     cta_turnover_cycles: float
     """An SM's slot takes its next CTA this long after the last one exited."""
     cta_sync_cycles: float

@@ -12,7 +12,8 @@ through ``cp.async`` groups, ``async_wait``, then the MMA), read off its TTGIR:
   copies k-tiles ``0 .. S-2``; each iteration waits with ``{num = 2 (S - 2)}``, issues
   the wgmma on the stage (it reads shared memory itself), waits until one wgmma is
   pending, then refills the stage the previous wgmma read;
-* both end with the C tile's ``tt.store`` (16-byte ``st.global`` instructions).
+* both end with the accumulator's conversion to fp16 and the C tile's ``tt.store`` (16-byte
+  ``st.global`` instructions).
 
 Barriers sit where Triton's membar pass puts them and tiles are tagged as the TTGIR
 reader tags them (``protosim.frontends.ttgir``), so for the same configuration the
@@ -46,6 +47,7 @@ from protosim.ir import (
     LocalLoad,
     MmaSync,
     Op,
+    RegisterMath,
     RoleDecl,
     Schedule,
     Wgmma,
@@ -152,9 +154,12 @@ def build(cfg: PipelineConfig) -> Schedule:
     if wgmma:
         ops.append(WgmmaWait(n=0))
     ops += [CpAsyncWait(n=0), CtaSync()]
-    # the epilogue's tt.store of the C tile, each warp its share: Triton's blocked layout gives a
-    # thread 8 contiguous fp16 ({sizePerThread = [1, 8]} in every fixture), one 16-byte st.global
-    ops.append(GlobalStore(bytes=cfg.BLOCK_M * cfg.BLOCK_N * F16 // warps, store_bytes=16))
+    # the epilogue: the fp32 accumulator to fp16 (arith.truncf: one F2FP for two elements of a
+    # thread's share), then the C tile's tt.store, each warp its share -- Triton's blocked layout
+    # gives a thread 8 contiguous fp16 ({sizePerThread = [1, 8]} in every fixture): 16-byte st.global
+    per_thread = -(-cfg.BLOCK_M * cfg.BLOCK_N // (32 * warps))
+    ops += [RegisterMath(half_rate=-(-per_thread // 2)),
+            GlobalStore(bytes=cfg.BLOCK_M * cfg.BLOCK_N * F16 // warps, store_bytes=16)]
     ctas = (cfg.M // cfg.BLOCK_M) * (cfg.N // cfg.BLOCK_N)
     return Schedule(
         name="triton_pipeline",

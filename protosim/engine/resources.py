@@ -244,6 +244,8 @@ class SmUnits:
         self.stores = Pipe(1.0 / arch.global_store_issue_cycles)
         """Warp ``st.global`` instructions this SM issues (a fixed cost each, whatever the width)."""
         self.smem = Pipe(arch.smem_bytes_per_clk)
+        self.alu = [Pipe(1.0) for _ in range(arch.sm_subpartitions)]
+        """Cycles of each warp scheduler's arithmetic pipes (``engine.units.alu``)."""
         self.mma = MmaUnit()
         self.tmem_free = arch.tmem_columns
         self.tmem_waiters: list = []

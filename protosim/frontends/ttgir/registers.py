@@ -60,3 +60,85 @@ def moved(type_text: str, layouts: dict[str, str]) -> tuple[int, int] | None:
         count *= int(d)
     layout = layouts.get(layout, layout)
     return count * b, lane_width(layout, b)
+
+
+# -- register math ------------------------------------------------------------------------------
+FP32 = {"arith.addf": (1, 0, 0), "arith.subf": (1, 0, 0), "arith.mulf": (1, 0, 0), "arith.negf": (1, 0, 0),
+        "math.fma": (1, 0, 0), "arith.cmpf": (1, 0, 0), "arith.select": (1, 0, 0), "arith.extf": (1, 0, 0),
+        "math.absf": (1, 0, 0),
+        "arith.maxnumf": (0, 1, 0), "arith.minnumf": (0, 1, 0), "arith.maximumf": (0, 1, 0),
+        "arith.minimumf": (0, 1, 0), "arith.truncf": (0, 1, 0),
+        "math.exp2": (0, 0, 1), "math.log2": (0, 0, 1), "math.rsqrt": (0, 0, 1), "math.sin": (0, 0, 1),
+        "math.cos": (0, 0, 1), "math.exp": (1, 0, 1), "math.log": (1, 0, 1), "math.sqrt": (1, 0, 1),
+        "arith.divf": (2, 0, 1)}
+"""Warp instructions per element by class (FP32 pipe, half-rate FMNMX / F2FP, MUFU) of the float
+ops Triton lowers one instruction (or a short fixed sequence) per element: ``exp`` / ``log`` are
+``ex2`` / ``lg2`` with a multiply, ``sqrt`` an ``rsqrt`` and a multiply, ``divf`` a reciprocal
+and two FP32 steps.  Not read from SASS: the lowering is the assumption."""
+_PACKED = ("arith.truncf",)
+"""Ops whose instruction handles two elements whatever the type (F2FP packs two fp32 into fp16x2)."""
+_TYPE = re.compile(r"tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)")
+
+
+def _tensor(text: str) -> tuple[int, int, str] | None:
+    """(elements, element bytes, layout) of the first tensor type in ``text``."""
+    m = _TYPE.search(text)
+    if not m:
+        return None
+    count = 1
+    for d in m.group(1).rstrip("x").split("x"):
+        count *= int(d)
+    return count, element_bytes(m.group(2)), m.group(3)
+
+
+def _float(elem_text: str) -> bool:
+    return bool(re.search(r"x(?:f\d+|bf16|f8\w*)\s*,", elem_text))
+
+
+def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
+                      combine: str | None = None) -> tuple[int, int, int, int] | None:
+    """Warp instructions (fp32, half_rate, mufu, shfl) one warp issues for the tensor op ``op``
+    (``rest``: its text after the op name), each thread holding ``elements / threads`` of the
+    result (at least one); None for anything that is not float math on a tensor (integer and
+    pointer arithmetic is not counted: ptxas strength-reduces address math across a loop).
+
+    ``tt.reduce`` (``combine``: the op in its body): a thread combines its own elements, then
+    each row it holds takes log2(lanes along the axis) butterfly steps of a shuffle and a
+    combine -- 4 lanes a row in an MMA accumulator, ``threadsPerWarp[axis]`` in a blocked
+    layout.  A reduction across warps (through shared memory) is not counted."""
+    types = rest.rsplit(" : ", 1)[-1]
+    if op == "tt.reduce":
+        if combine not in FP32:
+            return None
+        src = _tensor(types)
+        out = re.search(r"->\s*(.*)$", types)
+        if src is None or not _float(types):
+            return None
+        axis = re.search(r"axis\s*=\s*(\d+)", rest)
+        elems, _, layout = src
+        layout = layouts.get(layout, layout)
+        lanes = 4 if "nvidia_mma" in layout else 1
+        tpw = re.search(r"threadsPerWarp\s*=\s*\[([\d,\s]*)\]", layout)
+        if tpw and axis:
+            dims = [int(x) for x in tpw.group(1).split(",") if x.strip()]
+            lanes = dims[int(axis.group(1))] if int(axis.group(1)) < len(dims) else 1
+        steps = max(0, lanes.bit_length() - 1)
+        out_elems = 1
+        if out and (t := _tensor(out.group(1))):
+            out_elems = t[0]
+        per_thread = -(-elems // threads)
+        rows = max(1, -(-out_elems * lanes // threads))
+        f, h, u = FP32[combine]
+        n = max(0, per_thread - rows) + steps * rows
+        return f * n, h * n, u * n, steps * rows
+    if op not in FP32:
+        return None
+    t = _tensor(types.split(" to ")[-1] if op in _PACKED else types)
+    if t is None or not _float(types):
+        return None
+    elems, width, _ = t
+    per_thread = -(-elems // threads)
+    if op in _PACKED or width == 2:  # two fp16 per instruction (HADD2 / HFMA2, F2FP)
+        per_thread = -(-per_thread // 2)
+    f, h, u = FP32[op]
+    return f * per_thread, h * per_thread, u * per_thread, 0

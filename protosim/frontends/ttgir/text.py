@@ -339,6 +339,9 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
                 continue
             if net > 0:
                 raise _err(path, ln, f"cannot read {s[:60]!r}: unbalanced braces; the text may be cut or hand-edited")
+            trailer = re.match(r"\}\)\s*(:.*)$", s)  # `}) : (operand types) -> result type` (tt.reduce)
+            if trailer and owners:
+                owners[-1].rest += " " + trailer.group(1)
             for k in range(-net):
                 if len(stack) == 1:
                     if k != -net - 1:

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from protosim.frontends.ttgir.registers import element_bytes, moved
+from protosim.frontends.ttgir.registers import element_bytes, math_instructions, moved
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
 from protosim.frontends.ttgir.text import (
     _ATTR_DICT,
@@ -61,6 +61,7 @@ from protosim.ir import (
     MmaSync,
     NamedBarrierSync,
     Op,
+    RegisterMath,
     SmemStore,
     TmaLoad,
     TmaStore,
@@ -82,6 +83,9 @@ ROLE = "warps"
 VIEW_OPS = ("ttg.memdesc_index", "ttg.memdesc_subview", "ttg.memdesc_subslice", "ttg.memdesc_trans",
             "ttg.memdesc_reshape", "ttg.memdesc_reinterpret", "ttng.tmem_subslice")
 """Ops whose result is a view of (a stage of) a buffer: the view names the same storage."""
+
+_MATH = ("arith.", "math.", "tt.reduce")
+"""Statements that may be register math (``Walker.register_math`` decides)."""
 
 _EMITS = {"ttg.async_copy_global_to_local": 1, "ttg.async_commit_group": 1, "ttg.async_wait": 2, "ttg.local_load": 1,
           "tt.dot": 1, "ttng.warp_group_dot": 2, "ttng.warp_group_dot_wait": 1, "ttng.init_barrier": 1,
@@ -478,16 +482,31 @@ class Walker:
             self.inits_unsynced = False
         handler = _HANDLERS.get(op)
         role = self.role
-        waits = self.reads_loading(st, handler is not None) if role.loading else None
+        math = self.register_math(st) if handler is None and op.startswith(_MATH) else None
+        waits = self.reads_loading(st, handler is not None or math is not None) if role.loading else None
         n = len(role.ops)
         if handler is not None:
             handler(self, st)
         elif op.startswith("arith."):
             self.scalar(st)
+        if math is not None:
+            role.ops.append(math)
         if waits is not None:  # before the first op the statement emitted that is not its membar barrier
             while n < len(role.ops) and isinstance(role.ops[n], (CtaSync, NamedBarrierSync)):
                 n += 1
             role.ops.insert(n, waits)
+
+    def register_math(self, st: Stmt) -> RegisterMath | None:
+        """Float math on a tensor (an elementwise op, a reduction): its warp instructions by
+        class (docs/semantics.md "Register math"); None for anything else."""
+        combine = None
+        if st.op == "tt.reduce":
+            combine = next((b.op for b in st.body if b.op.startswith(_MATH)), None)
+        n = math_instructions(st.op, st.rest, self.mod.layouts, 32 * self.role.warps, combine)
+        if n is None or not any(n):
+            return None
+        fp32, half, mufu, shfl = n
+        return RegisterMath(fp32=fp32, half_rate=half, mufu=mufu, shfl=shfl)
 
     # global memory through registers -------------------------------------------------
     def reads_loading(self, st: Stmt, emits: bool) -> GlobalLoadWait | None:

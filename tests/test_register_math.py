@@ -1,0 +1,107 @@
+"""Register math (docs/semantics.md "Register math"): a warp's arithmetic on its SM
+sub-partition, against the H200 microbenchmark (results/silicon/microbench/2026-12-01_h200_alu_rate.md),
+and Triton's tensor math read from the TTGIR into it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from protosim.arch import load_profile
+from protosim.engine.machine import replay
+from protosim.engine.units.alu import math_cycles
+from protosim.frontends.ttgir import read
+from protosim.frontends.ttgir.registers import math_instructions
+from protosim.ir import CtaProgram, RegisterMath, RoleDecl, Schedule, ScheduleError, from_json, to_json, validate
+
+H200 = load_profile("h200")
+RECORD = (Path(__file__).resolve().parent.parent / "results" / "silicon" / "microbench"
+          / "2026-12-01_h200_583bb74_alu_rate.jsonl")
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "triton" / "corpus" / "triton-3.6.0"
+FIELD = {"ffma": "fp32", "fmul": "fp32", "fmax": "half_rate", "cvt_f16x2": "half_rate", "ex2": "mufu", "shfl_bfly": "shfl"}
+
+
+def math_program(op: RegisterMath, warps: int) -> Schedule:
+    return Schedule("math", "h200", (), (), (RoleDecl("w", warps),), (CtaProgram(0, ((op,),)),))
+
+
+def _rows() -> list[dict]:
+    return [json.loads(line) for line in RECORD.read_text().splitlines()]
+
+
+def _one_sm_rows():
+    for r in _rows():
+        if r["grid"] != 1:
+            continue
+        if r["kind"] == "ffma" and r["warps"] == 16:  # named in the record: above the SM's own saturation
+            yield pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=(
+                "FFMA at 16 warps ran 4.36 warp instructions a cycle, above the ~3.9 every other row "
+                "saturates at (and 4 schedulers x 1); the model holds 4 per cycle")))
+        else:
+            yield r
+
+
+@pytest.mark.parametrize("row", list(_one_sm_rows()), ids=lambda r: f"{r['kind']}-{r['warps']}warps")
+def test_one_sm_against_the_h200(row):
+    """W warps each issuing the record's instructions on one SM: each warp's cycles per
+    instruction within 10% of what the H200 took (four schedulers, warps in turn on each)."""
+    n = row["instructions_per_warp"]
+    op = RegisterMath(**{FIELD[row["kind"]]: n})
+    cycles = replay(math_program(op, row["warps"]), H200).end_cycle
+    assert cycles / n == pytest.approx(row["warp_cycles_per_instruction"], rel=0.10)
+
+
+def test_the_classes_add_up():
+    op = RegisterMath(fp32=10, half_rate=3, mufu=2, shfl=1)
+    want = 10 * H200.alu_fp32_cycles + 3 * H200.alu_half_rate_cycles + 2 * H200.alu_mufu_cycles + H200.alu_shfl_cycles
+    assert math_cycles(op, H200) == pytest.approx(want)
+    assert replay(math_program(op, 1), H200).end_cycle == pytest.approx(want)
+
+
+def test_register_math_round_trips_and_is_validated():
+    s = math_program(RegisterMath(fp32=3, mufu=1), 4)
+    assert from_json(to_json(s)) == s
+    with pytest.raises(ScheduleError, match="negative"):
+        validate(math_program(RegisterMath(mufu=-1), 1))
+
+
+MMA = {"#mma": "#ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [4, 1], instrShape = [16, 64, 16]}>"}
+
+
+@pytest.mark.parametrize("op, rest, want", [
+    ("math.exp2", " %x : tensor<128x64xf32, #mma>", (0, 0, 64, 0)),  # 64 elements a thread, one MUFU each
+    ("arith.mulf", " %x, %y : tensor<128x64xf32, #mma>", (64, 0, 0, 0)),
+    ("arith.mulf", " %x, %y : tensor<128x64xf16, #mma>", (32, 0, 0, 0)),  # packed: two fp16 an instruction
+    ("arith.maxnumf", " %x, %y : tensor<128x64xf32, #mma>", (0, 64, 0, 0)),
+    ("arith.truncf", " %x : tensor<128x64xf32, #mma> to tensor<128x64xf16, #mma>", (0, 32, 0, 0)),
+    ("math.exp", " %x : tensor<128x64xf32, #mma>", (64, 0, 64, 0)),  # ex2 of x * log2(e)
+    ("arith.addi", " %x, %y : tensor<128x64xi32, #mma>", None),  # address math: not counted
+    ("arith.addf", " %x, %y : f32", None),  # a scalar
+    ("arith.mulf", " %x, %y : tensor<128xf32, #ttg.slice<{dim = 1, parent = #mma}>>", (1, 0, 0, 0)),
+])
+def test_what_an_elementwise_op_costs(op, rest, want):
+    assert math_instructions(op, rest, MMA, threads=128) == want
+
+
+def test_a_row_reduction_of_an_accumulator():
+    """tt.reduce of a 128 x 64 accumulator along its rows on 4 warps: each thread holds 4 rows
+    of 16 of the 64 columns (the other 48 on the 3 other lanes of its quad) -- 60 combines in
+    the thread, then 2 butterfly steps (shuffle + combine) for each of its 4 rows."""
+    rest = ("(%qk) <{axis = 1 : i32}> ({ : (tensor<128x64xf32, #mma>) -> "
+            "tensor<128xf32, #ttg.slice<{dim = 1, parent = #mma}>>")
+    assert math_instructions("tt.reduce", rest, MMA, 128, combine="arith.maxnumf") == (0, 60 + 8, 0, 8)
+    assert math_instructions("tt.reduce", rest, MMA, 128, combine="arith.addf") == (60 + 8, 0, 0, 8)
+    assert math_instructions("tt.reduce", rest, MMA, 128, combine="arith.addi") is None
+
+
+def test_the_attention_kernels_softmax_is_read():
+    """attn_tma d64 (4 warps, BLOCK_N 64): every k-iteration's math holds the 64 exp2 of the
+    score tile and one of alpha a thread, and the two row reductions' shuffles; the epilogue's
+    acc / l a reciprocal per element (64 a thread)."""
+    schedule, _ = read(CORPUS / "attn_tma_d64_128x64_s3_w4.sm90.ttgir")
+    ops = [op for op in schedule.ctas[0].roles[0] if isinstance(op, RegisterMath)]
+    iterations = 1024 // 64
+    assert sum(op.mufu for op in ops) == iterations * (64 + 1) + 64
+    assert sum(op.shfl for op in ops) == iterations * 2 * 8

@@ -102,9 +102,12 @@ def run(args) -> int:
     import triton
 
     jobs = plan(args.seed, triton.__version__)
-    print(f"{len(jobs)} launches (seed {args.seed})", flush=True)
+    lo, hi = args.part
+    print(f"{len(jobs)} launches (seed {args.seed}); running {lo}..{min(hi, len(jobs)) - 1}", flush=True)
     with args.out.open("a") as f:
         for n, (variant, shape, rec) in enumerate(jobs, 1):
+            if not lo <= n - 1 < hi:
+                continue
             spec = call_spec({**variant, **shape}, 90)
             job = {**rec, **spec}
             res = R.in_child(child, job, None)
@@ -166,6 +169,16 @@ def predict(args) -> int:
     return 0
 
 
+def _span(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give A:B, two integers") from None
+    if not 0 <= a < b:
+        raise argparse.ArgumentTypeError(f"{text!r}: need 0 <= A < B")
+    return a, b
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernels.triton.shape_sweep", description=__doc__.split("\n\n")[0],
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -175,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--out", type=Path, required=True, help="JSON lines, appended")
     r.add_argument("--commit", default="unknown")
     r.add_argument("--reps", type=int, default=20)
+    r.add_argument("--part", type=_span, default=(0, 10 ** 9), metavar="A:B",
+                   help="only launches A to B-1 of the plan (a long sweep in several calls)")
     p = sub.add_parser("predict", help="predict the records of a run (CPU)")
     p.add_argument("records", type=Path)
     p.add_argument("--json", action="store_true")

@@ -508,8 +508,9 @@ class MmaCommit(Op):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Wgmma(Op):
-    """``wgmma.mma_async`` for an ``m x n x k_elems`` tile; all warps of the role issue it
-    together (``.sync.aligned``), it joins the warpgroup's open wgmma group.
+    """``wgmma.mma_async`` for an ``m x n x k_elems`` tile; the four warps of each warpgroup of
+    the role issue it together (``.sync.aligned``) -- a role of eight warps is two warpgroups,
+    each its own wgmma of half the tile -- and it joins each issuing warp's open wgmma group.
 
     ``descriptors``: where the issuing warps build the operand descriptors between the
     instructions -- ``uniform`` (the shared-memory addresses are the same on every

@@ -41,7 +41,7 @@ class MmaIssuers:
         accesses up to it (they complete in order), so a phase carries one number per thread."""
         self.lanes: dict[str, int] = {}
         """Lanes of each warp that issued MMAs (1, or 32 for an MMA every lane issued)."""
-        self.rendezvous: dict[tuple[int, int], list[Any]] = {}
+        self.rendezvous: dict[tuple[int, int, int], list[Any]] = {}
         """(role, op index) -> [warps arrived, event]: a wgmma waiting for its warpgroup."""
 
 
@@ -190,33 +190,42 @@ class TensorCoreUnit(Unit):
 
     # -- wgmma -----------------------------------------------------------------------
     def wgmma_issue(self, w: WarpState, i: int, op: Wgmma) -> simpy.Event | None:
-        """``.sync.aligned``: the MMA starts once every warp of the role has issued it."""
+        """``.sync.aligned`` over a warpgroup: the MMA starts once the four warps of the issuing
+        warp's warpgroup have issued it.  A role of more warps is several warpgroups, each its
+        own wgmma of its share of the tile (Triton's ``num_warps = 8``: each warpgroup's rows):
+        ``1 / warpgroups`` of its instructions, its own rendezvous and groups."""
         m = self.m
         env, arch, timing = m.env, self.arch, m.timing
         cta = w.cta
         rendezvous = self.issuers[cta].rendezvous
-        key = (w.role, i)
+        group = w.warp // 4
+        first = 4 * group
+        size = min(4, w.warps - first)  # warps in this warpgroup
+        key = (w.role, i, group)
         rv = rendezvous.get(key)
         if rv is None:
             rv = rendezvous[key] = [0, env.event()]
         rv[0] += 1
-        if rv[0] < w.warps:
+        if rv[0] < size:
             m.block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
             return rv[1]
         del rendezvous[key]
         occupancy, insts = self.shape(op)
+        groups = -(-w.warps // 4)
+        if groups > 1:
+            occupancy, insts = occupancy / groups, -(-insts // groups)
         # The issuing warps build two smem descriptors per instruction between wgmmas; on
         # silicon that lengthens every instruction's slot (arch: wgmma_issue_overhead).
         occupancy += arch.wgmma_issue_overhead * insts
         now = env.now
         start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
         op_id = self.wgmma.new_op()
-        m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "wgmma", 32 * w.warps, op.tile, op.k,
+        m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "wgmma", 32 * size, op.tile, op.k,
                                               *_NO_TARGET)))
         clock = w.tick()
         seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, 32) for acc in op.reads]
         seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, 32) for acc in op.writes]
-        members = [self.wgmma.of(cta, f"{w.role_name}.w{j}") for j in range(w.warps)]
+        members = [self.wgmma.of(cta, f"{w.role_name}.w{j}") for j in range(first, first + size)]
         self.wgmma.seqs[op_id] = tuple(seqs)
         for g in members:  # every warp of the group now tracks it
             g.issue(op_id)

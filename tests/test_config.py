@@ -43,3 +43,17 @@ def test_round_trip():
     cfg = GemmConfig.from_dict({"M": 256, "K": 512, "arch": "h200", "reset_phase_per_tile": True})
     assert GemmConfig.from_dict(cfg.to_dict()) == cfg
     assert cfg.stage_bytes == (128 + 128) * 64 * 2
+
+
+def test_to_dict_is_asdict():
+    """GemmConfig.to_dict copies its fields shallowly (every field is a scalar): the same dict
+    dataclasses.asdict makes, for the default and for a config with every knob changed."""
+    import dataclasses
+
+    from protosim.config import GemmConfig
+
+    changed = GemmConfig(M=256, N=512, K=1024, arch="h200", sm_count=3, tma_issuer="each_warp", expect_tx_delta=16,
+                         wait_parity_flip="tma", skip_mma_phase_flip=True, lag_ns=100, release_unscaled=True)
+    for cfg in (GemmConfig(), changed):
+        assert cfg.to_dict() == dataclasses.asdict(cfg)
+        assert GemmConfig.from_dict(cfg.to_dict()) == cfg

@@ -145,6 +145,13 @@ def ops_of(path: Path) -> list:
     return list(schedule.ctas[0].roles[0])
 
 
+def first_load_on(path: Path, n: int = 4) -> list[str]:
+    """The kinds of the first ``n`` ops from the kernel's first global load on."""
+    ops = ops_of(path)
+    first = next(i for i, op in enumerate(ops) if isinstance(op, GlobalLoad))
+    return [type(op).__name__ for op in ops[first:first + n]]
+
+
 def edited(tmp_path: Path, edits: list[tuple[str, str]]) -> Path:
     text = (CORPUS / S1).read_text()
     for old, new in edits:
@@ -182,10 +189,7 @@ def test_a_register_move_of_a_loaded_value_passes_the_wait_on(tmp_path):
          "%a_x = ttg.convert_layout %a_57 : tensor<64x32xf16, #blocked1> -> tensor<64x32xf16, #blocked1>\n"
          "      gpu.barrier\n      %a_58 = ttg.local_alloc %a_x :"),
     ])
-    ops = ops_of(path)
-    first = next(i for i, op in enumerate(ops) if isinstance(op, GlobalLoad))
-    kinds = [type(op).__name__ for op in ops[first:first + 4]]
-    assert kinds == ["GlobalLoad", "CtaSync", "GlobalLoadWait", "SmemStore"]
+    assert first_load_on(path) == ["GlobalLoad", "CtaSync", "GlobalLoadWait", "SmemStore"]
 
 
 def test_math_on_a_loaded_value_waits_for_it(tmp_path):
@@ -194,10 +198,7 @@ def test_math_on_a_loaded_value_waits_for_it(tmp_path):
         ("%a_58 = ttg.local_alloc %a_57 :",
          "%a_x = arith.addf %a_57, %a_57 : tensor<64x32xf16, #blocked1>\n      %a_58 = ttg.local_alloc %a_x :"),
     ])
-    ops = ops_of(path)
-    first = next(i for i, op in enumerate(ops) if isinstance(op, GlobalLoad))
-    kinds = [type(op).__name__ for op in ops[first:first + 4]]
-    assert kinds == ["GlobalLoad", "GlobalLoadWait", "RegisterMath", "SmemStore"]
+    assert first_load_on(path) == ["GlobalLoad", "GlobalLoadWait", "RegisterMath", "SmemStore"]
 
 
 def test_a_load_carried_into_the_next_iteration_is_waited_for_there(tmp_path):

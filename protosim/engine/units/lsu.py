@@ -103,16 +103,27 @@ class LsuUnit(Unit):
         (:func:`lsu_cycles`): co-resident copies slow each other there.  Thread copies and
         cp.async share this timing; a thread copy whose lanes keep only some loads in flight
         waits ``rounds`` load latencies (:func:`copy_rounds`)."""
+        now = self.m.env.now
+        lat, done, _ = self._read(w, op, f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}", rounds,
+                                  self.arch.smem_latency)
+        return min(now + lat, done), done
+
+    def _read(self, w: WarpState, op: ThreadCopy | CpAsync | GlobalLoad, key: str, rounds: float = 1.0,
+              after: float = 0.0) -> tuple[float, float, float]:
+        """(load latency, done, instructions issued) of one warp's loads of global tile ``key``:
+        they hold the SM's load/store unit (:func:`lsu_cycles`), go through the chip's L2 (HBM on
+        a miss), and the registers fill ``rounds`` latencies after the issue or one after the
+        later of the unit and the chip's pipe, whichever is later; ``done`` is ``after`` cycles
+        past that (a copy's store into shared memory)."""
         m, arch = self.m, self.arch
         now = m.env.now
-        key = f"{op.src or op.dst.content}#{resolve.part(w, op.dst)}"
         hit, chip_done = m.memory.read(now, key, op.bytes, w.cta.sm.side)
-        lsu_done = w.cta.sm.lsu.serve(now, lsu_cycles(op, arch))
+        issued = w.cta.sm.lsu.serve(now, lsu_cycles(op, arch))
         lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
-        done = max(now + rounds * lat, max(lsu_done, chip_done) + lat) + arch.smem_latency
-        if not hit:
-            m.memory.filling(key, done - arch.smem_latency - m.timing.scale(arch.global_load_l2_cycles))
-        return min(now + lat, done), done
+        done = max(now + rounds * lat, max(issued, chip_done) + lat) + after
+        if not hit:  # (computed as done less after: the replays' floats stay what they were)
+            m.memory.filling(key, done - after - m.timing.scale(arch.global_load_l2_cycles))
+        return lat, done, issued
 
     def thread_copy(self, w: WarpState, i: int, op: ThreadCopy) -> simpy.Event:
         m = self.m
@@ -155,15 +166,9 @@ class LsuUnit(Unit):
         registers fill one L2 or DRAM load latency after the later of that and the chip's L2 /
         HBM pipe -- the rule of a thread copy's loads, less its stores (docs/semantics.md "Global
         loads into registers")."""
-        m, arch = self.m, self.arch
+        m = self.m
         now = m.env.now
-        key = f"{op.src}#{w.warp}"
-        hit, chip_done = m.memory.read(now, key, op.bytes, w.cta.sm.side)
-        issued = w.cta.sm.lsu.serve(now, lsu_cycles(op, arch))
-        lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
-        ready = max(now + lat, max(issued, chip_done) + lat)
-        if not hit:
-            m.memory.filling(key, ready - m.timing.scale(arch.global_load_l2_cycles))
+        _, ready, issued = self._read(w, op, f"{op.src}#{w.warp}")
         filled = w.loads_ready
         filled.append(max(ready, filled[-1]) if filled else ready)  # returned in issue order
         return m.env.timeout(issued - now) if issued > now else None

@@ -513,9 +513,9 @@ class Walker:
         """The scoreboard: the wait ``st`` makes its warps do for their global loads, if any.  A
         statement that emits ops (a store, a dot, ...) and reads a value a ``tt.load`` is still
         filling waits for that load, just before its first op that is not a barrier: until no
-        more than the loads issued after it are out (loads return in order here).  Register
-        math on such a value (ignored ops) passes the wait on to whatever uses its result, and
-        so does a loop that carries it (its iter_arg; ``loop``).  A branch or a
+        more than the loads issued after it are out (loads return in order here).  An op that
+        emits nothing (a register move, integer math) passes the wait on to whatever uses its
+        result, and so does a loop that carries it (its iter_arg; ``loop``).  A branch or a
         warp_specialize waits before it."""
         role = self.role
         used = [role.loading[t] for t in _OPERAND.findall(st.rest) if t in role.loading]
@@ -970,7 +970,11 @@ class Walker:
             yielded = _OPERAND.findall(operand_head(y.rest)) if y else []
             loading = self.role.loading
             if loading:  # a value still loading, carried into the next iteration under its iter_arg's name
-                loading.update({name: loading[t] for (name, _), t in zip(carried, yielded, strict=False) if t in loading})
+                for (name, _), t in zip(carried, yielded, strict=False):
+                    if t in loading:
+                        loading[name] = loading[t]
+                    else:  # the iter_arg now holds a value no load fills
+                        loading.pop(name, None)
             values = [self.env.get(t) for t in yielded]
             poisons = [self.poisoned.get(t) for t in yielded]
             views = [self.views.get(t) for t in yielded]

@@ -40,6 +40,15 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
+def predict(path: Path, launch: dict | None = None):
+    """The nominal verdict of the TTGIR at ``path`` (at ``launch``'s values, else its sidecar's),
+    replayed as the runners measure: every CTA, the inputs in L2.  Its ``timing.kernel_us`` is
+    the prediction of a kernel-only time."""
+    schedule, _ = read(path, launch=launch)
+    verdict, _ = judge(dataclasses.replace(schedule, l2_at_launch=L2_AT_LAUNCH))
+    return verdict
+
+
 def _index() -> dict[str, tuple[str, dict]]:
     """Every corpus record by its file stem: (corpus, record)."""
     index = {}
@@ -87,8 +96,7 @@ def rows(measured_files: list[Path]) -> list[dict]:
             continue
         row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec)}
         try:
-            schedule, _ = read(FIXTURES / corpus / f"{key}.ttgir")
-            verdict, _ = judge(dataclasses.replace(schedule, l2_at_launch=L2_AT_LAUNCH))
+            verdict = predict(FIXTURES / corpus / f"{key}.ttgir")
             row["predicted_us"] = verdict.timing.kernel_us
             row["findings"] = verdict.kinds()
         except TtgirError as e:

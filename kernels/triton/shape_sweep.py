@@ -23,7 +23,6 @@ output was not correct, are listed and not counted.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import random
 import sys
@@ -122,18 +121,14 @@ def run(args) -> int:
 
 
 def predict_rows(rows: list[dict]) -> list[dict]:
-    from protosim.frontends.ttgir import read
-    from protosim.verdict import judge
-    from kernels.triton.predicted_vs_measured import L2_AT_LAUNCH
+    from kernels.triton.predicted_vs_measured import predict
 
     out = []
     for row in rows:
         r = {"variant": row["variant"], "shape": row["shape"], "outcome": row.get("outcome"),
              "ttgir_match": row.get("ttgir_match"), "measured_us": (row.get("kernel_us") or {}).get("min")}
         if r["outcome"] == "correct" and r["ttgir_match"] and r["measured_us"]:
-            schedule, _ = read(CORPUS / f"{row['file']}.ttgir", launch=row["launch"])
-            verdict, _ = judge(dataclasses.replace(schedule, l2_at_launch=L2_AT_LAUNCH))
-            r["predicted_us"] = verdict.timing.kernel_us
+            r["predicted_us"] = predict(CORPUS / f"{row['file']}.ttgir", row["launch"]).timing.kernel_us
             r["ratio"] = r["predicted_us"] / r["measured_us"]
         out.append(r)
     return out

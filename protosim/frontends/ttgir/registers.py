@@ -14,18 +14,26 @@ from __future__ import annotations
 
 import re
 
+from protosim.frontends.ttgir.text import elem_bits
+
 _POINTER = re.compile(
     r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)"  # tensor<AxBx!tt.ptr<f16>, #layout>
     r"|!tt\.ptr<tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)"  # a block pointer: !tt.ptr<tensor<AxBxf16, #l>>
     r"|!tt\.ptr<(\w+)>")  # one scalar
-_BITS = re.compile(r"[a-z]+(\d+)")
 _LIST = r"\s*=\s*\[([\d,\s]*)\]"
 
 
 def element_bytes(elem: str) -> int:
-    """Bytes of an element type: ``f16`` 2, ``bf16`` 2, ``f8E4M3FN`` 1, ``i1`` 1 (a byte in memory)."""
-    m = _BITS.match(elem)
-    return max(1, int(m.group(1)) // 8) if m else 4
+    """Bytes of an element type in memory: ``f16`` 2, ``f8E4M3FN`` 1, ``i1`` 1 (``elem_bits``)."""
+    return max(1, elem_bits(elem) // 8)
+
+
+def _elements(dims: str) -> int:
+    """Elements of a shape written ``AxBx`` (as a tensor type carries it)."""
+    count = 1
+    for d in dims.rstrip("x").split("x"):
+        count *= int(d)
+    return count
 
 
 def lane_width(layout: str, elem_bytes: int) -> int:
@@ -55,15 +63,11 @@ def moved(type_text: str, layouts: dict[str, str]) -> tuple[int, int] | None:
         return b, min(16, b)
     dims, elem, layout = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(5), m.group(6))
     b = element_bytes(elem)
-    count = 1
-    for d in dims.rstrip("x").split("x"):
-        count *= int(d)
-    layout = layouts.get(layout, layout)
-    return count * b, lane_width(layout, b)
+    return _elements(dims) * b, lane_width(layouts.get(layout, layout), b)
 
 
 # -- register math ------------------------------------------------------------------------------
-FP32 = {"arith.addf": (1, 0, 0), "arith.subf": (1, 0, 0), "arith.mulf": (1, 0, 0), "arith.negf": (1, 0, 0),
+PER_ELEMENT = {"arith.addf": (1, 0, 0), "arith.subf": (1, 0, 0), "arith.mulf": (1, 0, 0), "arith.negf": (1, 0, 0),
         "math.fma": (1, 0, 0), "arith.cmpf": (1, 0, 0), "arith.select": (1, 0, 0), "arith.extf": (1, 0, 0),
         "math.absf": (1, 0, 0),
         "arith.maxnumf": (0, 1, 0), "arith.minnumf": (0, 1, 0), "arith.maximumf": (0, 1, 0),
@@ -83,12 +87,7 @@ _TYPE = re.compile(r"tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)")
 def _tensor(text: str) -> tuple[int, int, str] | None:
     """(elements, element bytes, layout) of the first tensor type in ``text``."""
     m = _TYPE.search(text)
-    if not m:
-        return None
-    count = 1
-    for d in m.group(1).rstrip("x").split("x"):
-        count *= int(d)
-    return count, element_bytes(m.group(2)), m.group(3)
+    return (_elements(m.group(1)), element_bytes(m.group(2)), m.group(3)) if m else None
 
 
 def _float(elem_text: str) -> bool:
@@ -108,7 +107,7 @@ def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
     layout.  A reduction across warps (through shared memory) is not counted."""
     types = rest.rsplit(" : ", 1)[-1]
     if op == "tt.reduce":
-        if combine not in FP32:
+        if combine not in PER_ELEMENT:
             return None
         src = _tensor(types)
         out = re.search(r"->\s*(.*)$", types)
@@ -128,10 +127,10 @@ def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
             out_elems = t[0]
         per_thread = -(-elems // threads)
         rows = max(1, -(-out_elems * lanes // threads))
-        f, h, u = FP32[combine]
+        f, h, u = PER_ELEMENT[combine]
         n = max(0, per_thread - rows) + steps * rows
         return f * n, h * n, u * n, steps * rows
-    if op not in FP32:
+    if op not in PER_ELEMENT:
         return None
     t = _tensor(types.split(" to ")[-1] if op in _PACKED else types)
     if t is None or not _float(types):
@@ -140,5 +139,5 @@ def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
     per_thread = -(-elems // threads)
     if op in _PACKED or width == 2:  # two fp16 per instruction (HADD2 / HFMA2, F2FP)
         per_thread = -(-per_thread // 2)
-    f, h, u = FP32[op]
+    f, h, u = PER_ELEMENT[op]
     return f * per_thread, h * per_thread, u * per_thread, 0

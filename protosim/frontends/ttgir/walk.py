@@ -672,6 +672,10 @@ class Walker:
         m, n, k = self.dot_shape(st)
         elem = re.search(r'(?:tensor|memdesc)<\d+x\d+x(\w+)', st.rest.split(" : ", 1)[-1])
         width = element_bytes(elem.group(1)) if elem else 2
+        if st.line in self.mod.dead_dots:
+            # Nothing reads its accumulator: ptxas leaves one HGMMA.64x8x16.F16 of it, writing
+            # RZ (liveness.py).  Its reads stay: the program as written reads those buffers.
+            m, n, k, width = 64, 8, 16, 2
         self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads), operand_bytes=width), WgmmaCommit()])
         if not re.search(r'isAsync\s*=\s*true', st.rest):  # a synchronous dot: Triton's lowering waits for it
             self.ops.append(WgmmaWait(n=0))

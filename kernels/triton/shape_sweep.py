@@ -2,6 +2,7 @@
 the TTGIR reader's timing on launches it was not built against.
 
     python -m kernels.triton.shape_sweep run --seed S --out sweep.jsonl [--commit SHA]   # GPU machine
+    python -m kernels.triton.shape_sweep run --launch mm_ptr_64x64x32_s1_w4:M=1024,N=4096,K=1024 ... --out probe.jsonl
     python -m kernels.triton.shape_sweep predict sweep.jsonl [--json]                    # CPU
 
 ``run`` draws, with ``random.Random(seed)``, two shapes for every sm_90 kernel of the corpus
@@ -80,6 +81,33 @@ def plan(seed: int, triton_version: str) -> list[tuple[dict, dict, dict]]:
     return out
 
 
+def chosen(launches: list[str], triton_version: str) -> list[tuple[dict, dict, dict]]:
+    """(variant, shape, index record) for each ``VARIANT:KEY=V,...`` given (a designed probe
+    rather than a draw); an unknown variant or key raises ValueError naming it."""
+    from kernels.triton.corpus import VARIANTS
+
+    by_name = {v["name"]: v for v in VARIANTS}
+    records = {r["variant"]: r for r in _index(triton_version)}
+    out = []
+    for text in launches:
+        name, _, values = text.partition(":")
+        if name not in records or name not in by_name:
+            raise ValueError(f"--launch {text!r}: no sm_90 corpus kernel {name!r}; one of: {', '.join(sorted(records))}")
+        variant = by_name[name]
+        keys = ("Z_H", "N_CTX") if variant["kernel"].startswith("attn") else ("M", "N", "K")
+        shape = {}
+        for pair in filter(None, values.split(",")):
+            key, _, v = pair.partition("=")
+            if key not in keys or not v.isdigit() or int(v) < 16 or int(v) % 16:
+                raise ValueError(f"--launch {text!r}: {pair!r}: give {', '.join(k + '=N' for k in keys)} with N a "
+                                 "multiple of 16 (as the saved kernel was specialized)")
+            shape[key] = int(v)
+        if set(shape) != set(keys):
+            raise ValueError(f"--launch {text!r}: give every one of {', '.join(keys)}")
+        out.append((variant, shape, records[name]))
+    return out
+
+
 def launch_values(spec: dict) -> dict:
     """What the TTGIR reader needs to walk the kernel at this call: every integer argument by
     name, and the grid's CTAs."""
@@ -100,9 +128,14 @@ def run(args) -> int:
     child = argparse.Namespace(corpus=CORPUS, reps=args.reps, sleep_cycles=200000, timeout=20.0, setup_timeout=180.0)
     import triton
 
-    jobs = plan(args.seed, triton.__version__)
+    try:
+        jobs = chosen(args.launch, triton.__version__) if args.launch else plan(args.seed, triton.__version__)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     lo, hi = args.part
-    print(f"{len(jobs)} launches (seed {args.seed}); running {lo}..{min(hi, len(jobs)) - 1}", flush=True)
+    what = "chosen" if args.launch else f"seed {args.seed}"
+    print(f"{len(jobs)} launches ({what}); running {lo}..{min(hi, len(jobs)) - 1}", flush=True)
     with args.out.open("a") as f:
         for n, (variant, shape, rec) in enumerate(jobs, 1):
             if not lo <= n - 1 < hi:
@@ -179,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
                                  epilog=__doc__.split("\n\n", 1)[1], formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="draw shapes and launch them (GPU machine; needs torch and triton)")
-    r.add_argument("--seed", type=int, required=True)
+    how = r.add_mutually_exclusive_group(required=True)
+    how.add_argument("--seed", type=int, help="draw two shapes per kernel with this seed")
+    how.add_argument("--launch", action="append", metavar="VARIANT:M=..,N=..,K=..",
+                     help="run this kernel at this shape instead of a draw (repeatable)")
     r.add_argument("--out", type=Path, required=True, help="JSON lines, appended")
     r.add_argument("--commit", default="unknown")
     r.add_argument("--reps", type=int, default=20)

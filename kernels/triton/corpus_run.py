@@ -295,6 +295,9 @@ def run_record(corpus: Path, rec: dict, reps: int, sleep_cycles: int) -> dict:
     if a != b:
         res["ttgir_diff"] = first_diff(a, b)
     res["shared"] = getattr(k.metadata, "shared", None)
+    # What ptxas gave the kernel (the driver's numbers once loaded): registers set how many CTAs
+    # an SM holds; spills are local-memory traffic the TTGIR does not show.
+    res["n_regs"], res["n_spills"] = getattr(k, "n_regs", None), getattr(k, "n_spills", None)
     res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors)
     res["kernel_us"], host = time_launches(torch, lambda: fn[grid](*args, **kwargs), reps, sleep_cycles)
     res["host_us"] = host

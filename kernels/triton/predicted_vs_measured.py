@@ -40,12 +40,16 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
-def predict(path: Path, launch: dict | None = None):
+def predict(path: Path, launch: dict | None = None, n_regs: int | None = None):
     """The nominal verdict of the TTGIR at ``path`` (at ``launch``'s values, else its sidecar's),
-    replayed as the runners measure: every CTA, the inputs in L2.  Its ``timing.kernel_us`` is
-    the prediction of a kernel-only time."""
+    replayed as the runners measure: every CTA, the inputs in L2, and -- when the launch record
+    says how many registers the compiled kernel got (``n_regs``) -- the CTAs an SM holds by them.
+    Its ``timing.kernel_us`` is the prediction of a kernel-only time."""
     schedule, _ = read(path, launch=launch)
-    verdict, _ = judge(dataclasses.replace(schedule, l2_at_launch=L2_AT_LAUNCH))
+    schedule = dataclasses.replace(schedule, l2_at_launch=L2_AT_LAUNCH)
+    if n_regs:
+        schedule = dataclasses.replace(schedule, regs_per_thread=n_regs)
+    verdict, _ = judge(schedule)
     return verdict
 
 
@@ -96,7 +100,7 @@ def rows(measured_files: list[Path]) -> list[dict]:
             continue
         row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec)}
         try:
-            verdict = predict(FIXTURES / corpus / f"{key}.ttgir")
+            verdict = predict(FIXTURES / corpus / f"{key}.ttgir", n_regs=rec.get("n_regs"))
             row["predicted_us"] = verdict.timing.kernel_us
             row["findings"] = verdict.kinds()
         except TtgirError as e:

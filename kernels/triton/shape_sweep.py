@@ -161,7 +161,7 @@ def predict_rows(rows: list[dict]) -> list[dict]:
         r = {"variant": row["variant"], "shape": row["shape"], "outcome": row.get("outcome"),
              "ttgir_match": row.get("ttgir_match"), "measured_us": (row.get("kernel_us") or {}).get("min")}
         if r["outcome"] == "correct" and r["ttgir_match"] and r["measured_us"]:
-            r["predicted_us"] = predict(CORPUS / f"{row['file']}.ttgir", row["launch"]).timing.kernel_us
+            r["predicted_us"] = predict(CORPUS / f"{row['file']}.ttgir", row["launch"], row.get("n_regs")).timing.kernel_us
             r["ratio"] = r["predicted_us"] / r["measured_us"]
         out.append(r)
     return out

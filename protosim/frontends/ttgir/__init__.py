@@ -61,7 +61,14 @@ from pathlib import Path
 from typing import Any
 
 from protosim.frontends.ttgir.contents import resolve
-from protosim.frontends.ttgir.inputs import check_launch, check_metadata, load_launch, metadata, metadata_shared
+from protosim.frontends.ttgir.inputs import (
+    check_launch,
+    check_metadata,
+    load_launch,
+    metadata,
+    metadata_regs,
+    metadata_shared,
+)
 from protosim.frontends.ttgir.ops import check_ops
 from protosim.frontends.ttgir.text import (
     DEFAULT_MAX_OPS,
@@ -91,7 +98,8 @@ from protosim.ir import (
 )
 
 __all__ = ["DEFAULT_MAX_OPS", "ELEM_BYTES", "MAX_NESTING", "ROLE", "TARGET_ARCH", "MemDesc", "Region", "Stmt", "Ttgir",
-           "TtgirError", "check_launch", "check_metadata", "load_launch", "metadata", "metadata_shared", "parse", "read"]
+           "TtgirError", "check_launch", "check_metadata", "load_launch", "metadata", "metadata_regs", "metadata_shared",
+           "parse", "read"]
 
 
 def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = None,
@@ -195,6 +203,9 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
         buffers=buffers,
         roles=tuple(RoleDecl(r.name, r.warps) for r in walker.roles),
         ctas=tuple(CtaProgram(i, program) for i, program in enumerate(programs)),
+        # Registers limit how many CTAs an SM holds, when the compile's metadata says how many
+        # (n_regs); the TTGIR itself does not.
+        regs_per_thread=metadata_regs(path),
         config={"source": str(path), "target": mod.target, "num_warps": mod.num_warps, "launch": launch,
                 "walks": len(walkers),
                 "shared_bytes": mod.shared_bytes, "shared_source": mod.shared_source},

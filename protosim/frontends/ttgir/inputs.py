@@ -154,6 +154,11 @@ def _metadata(path: Path) -> tuple[Path, dict[str, Any]] | None:
             v = data[key]
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise TtgirError(f"{path}: metadata {side}: {key} = {v!r}: must be an integer >= {low}")
+    if data.get("n_regs") is not None:  # absent from Triton's own metadata: a runner adds kernel.n_regs
+        v = data["n_regs"]
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 255:
+            raise TtgirError(f"{path}: metadata {side}: n_regs = {v!r}: registers per thread are an integer from 1 "
+                             "to 255 (the compiled kernel's n_regs); fix it or remove the field")
     return side, data
 
 
@@ -182,6 +187,14 @@ def metadata(path: Path) -> dict[str, Any] | None:
     """The compiled kernel's metadata JSON beside the TTGIR (None when there is none)."""
     got = _metadata(Path(path))
     return None if got is None else got[1]
+
+
+def metadata_regs(path: Path) -> int:
+    """``n_regs`` of the metadata JSON beside the TTGIR: registers per thread of the compiled
+    kernel (``CompiledKernel.n_regs``, what the driver reports once it loads the cubin; Triton's
+    own metadata does not carry it, a runner may add it).  0 when absent: no register limit."""
+    got = _metadata(Path(path))
+    return (got[1].get("n_regs") or 0) if got is not None else 0
 
 
 def metadata_shared(path: Path) -> int | None:

@@ -17,6 +17,10 @@ Four sweeps, one JSON line per configuration (kernel-only time and each CTA's cl
   L2 -> shared memory rate as the GEMMs draw on it;
 * ``gemm``: the v4 kernel's loads at M = N = K = 4096 (1024 CTAs, 3 per SM, 2 stages of A + B
   16 KiB), inputs written just before as the GEMM runner does, and again at 2048^2 x 4096.
+
+``--small`` runs one other sweep instead, ``small``: A + B chunks of 2-16 KiB, 1 to 8 CTAs on
+every SM, 2 stages, 32 k-iterations, inputs in L2 -- how many copies an SM's engine completes a
+cycle when the chunks are small (Triton's 64 x 64 x 32 tiles load 4 KiB boxes).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import statistics
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, cubin_bench_exit
+from .launch_cost import Driver, cubin_bench_exit, take_flag
 
 SM_COUNT = 132
 SMEM_PER_SM = 233472
@@ -140,9 +144,30 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+def measure_small(torch, cubin: bytes, reps: int) -> list[dict]:
+    """The ``small`` sweep (module doc): chunk size x CTAs per SM, the engine's rate in copies."""
+    s = Stream(torch, cubin, reps)
+    f16 = torch.float16
+    rows = []
+    kt, gm = 32, 32
+    for chunk in (2048, 4096, 8192, 16384):
+        a = torch.randn(gm * kt * chunk // 2, device="cuda", dtype=f16)  # A + B <= 34 MB: in L2 once written
+        b = torch.randn(-(-SM_COUNT * 8 // gm) * kt * chunk // 2, device="cuda", dtype=f16)
+        for per_sm in (1, 2, 4, 8):
+            if 2 * 2 * chunk > smem_for(per_sm):
+                continue
+            a.add_(0)
+            b.add_(0)  # rewritten just before: in L2
+            rows.append(s.run(grid=SM_COUNT * per_sm, per_sm=per_sm, depth=2, chunk=chunk, kt=kt, gm=gm, a=a, b=b,
+                              label="small"))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    return cubin_bench_exit("tma_stream", __doc__, argv, measure, 10,
-                                "JSON lines, one per (sweep, grid, depth, chunk)")
+    small, argv = take_flag(argv, "--small")
+    return cubin_bench_exit("tma_stream", __doc__, argv, measure_small if small else measure, 10,
+                            "JSON lines, one per (sweep, grid, depth, chunk)",
+                            epilog="--small: only the small-chunk sweep")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,11 @@ SMEM_PER_SM = 233472
 """Shared memory per SM on the H200 (228 KiB; CUDA guide, compute capability 9.0)."""
 SMEM_RESERVED = 1024
 """Per CTA, reserved by the system (CUDA guide, compute capability 9.0)."""
-STATIC_SMEM = 128
-"""The kernel's own mbarriers (8 x 8 B), rounded up."""
+STATIC_SMEM = 2048
+"""The kernel's static shared memory as ptxas laid it out (``cuobjdump -res-usage``: SHARED:2048 --
+the 64 B of mbarriers with the 1024-aligned dynamic buffer after them).  It was 128 here until
+2026-12-01: each multi-CTA row then got one CTA an SM fewer than its ``ctas_per_sm`` says (2/SM
+ran one at a time; the records of 79795f2 carry that)."""
 CHUNK = 16384
 """A 128 x 64 fp16 tile: what the TMA steps load per operand per k-iteration."""
 

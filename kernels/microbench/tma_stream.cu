@@ -58,3 +58,46 @@ extern "C" __global__ void __launch_bounds__(32) tma_stream(const char *__restri
     span[2 * blockIdx.x] = g0;
     span[2 * blockIdx.x + 1] = g1;
 }
+
+// The same stream through 2-D tensor maps (cp.async.bulk.tensor.2d, as the GEMMs and Triton's
+// TMA kernels load): A and B are (rows, 64) fp16 tensors -- 128-byte rows, 128B swizzle -- and a
+// chunk is the box of `box_rows` rows at row ((m * kt + k) % a_boxes) * box_rows (B likewise), so
+// chunk = 128 * box_rows bytes.  Same ring, barriers, stamps and outputs as tma_stream.
+extern "C" __global__ void __launch_bounds__(32) tma_stream_2d(const __grid_constant__ CUtensorMap A_map,
+                                                               const __grid_constant__ CUtensorMap B_map, int box_rows,
+                                                               int kt, int gm, int depth, int a_boxes, int b_boxes,
+                                                               long long *cycles, long long *issue,
+                                                               unsigned long long *span) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ __align__(8) uint64_t full[MAX_DEPTH];
+    unsigned long long g0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+    if (threadIdx.x != 0) return;
+    const int m = blockIdx.x % gm, n = blockIdx.x / gm;
+    const int chunk = 128 * box_rows, per_k = 2 * chunk;
+    for (int s = 0; s < depth; ++s)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&full[s])) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    long long t0 = clock64(), issuing = 0;
+    auto issue_k = [&](int k) {
+        const long long ti = clock64();
+        const int s = k % depth;
+        const uint32_t bar = smem_addr(&full[s]);
+        const uint32_t dst = smem_addr(smem + (size_t)s * per_k);
+        expect_tx(bar, per_k);
+        tensor_load(dst, &A_map, 0, (int)(((long long)m * kt + k) % a_boxes) * box_rows, bar);
+        tensor_load(dst + chunk, &B_map, 0, (int)(((long long)n * kt + k) % b_boxes) * box_rows, bar);
+        issuing += clock64() - ti;
+    };
+    for (int k = 0; k < depth && k < kt; ++k) issue_k(k);
+    for (int k = 0; k < kt; ++k) {
+        wait_parity(smem_addr(&full[k % depth]), (k / depth) & 1);
+        if (k + depth < kt) issue_k(k + depth);
+    }
+    cycles[blockIdx.x] = clock64() - t0;
+    issue[blockIdx.x] = issuing;
+    unsigned long long g1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    span[2 * blockIdx.x] = g0;
+    span[2 * blockIdx.x + 1] = g1;
+}

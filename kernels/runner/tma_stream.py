@@ -19,8 +19,9 @@ Four sweeps, one JSON line per configuration (kernel-only time and each CTA's cl
   16 KiB), inputs written just before as the GEMM runner does, and again at 2048^2 x 4096.
 
 ``--small`` runs one other sweep instead, ``small``: A + B chunks of 2-16 KiB, 1 to 8 CTAs on
-every SM, 2 stages, 32 k-iterations, inputs in L2 -- how many copies an SM's engine completes a
-cycle when the chunks are small (Triton's 64 x 64 x 32 tiles load 4 KiB boxes).
+every SM, 2 stages, 32 k-iterations, inputs in L2, as 1-D bulk copies and as 2-D tensor boxes of
+128-byte rows (``tma_stream_2d``) -- the chip's L2 -> shared rate once enough is in flight, and
+how small chunks fare (Triton's 64 x 64 x 32 tiles load 4 KiB boxes).
 """
 
 from __future__ import annotations
@@ -64,13 +65,15 @@ class Stream:
         self.fn = {}
         self.cubin = cubin
 
-    def function(self, smem: int):
-        if smem not in self.fn:  # the attribute is per function handle: one load per smem size
-            self.fn[smem] = self.drv.function(self.cubin, "tma_stream", smem if smem > 48 * 1024 else 0)
-        return self.fn[smem]
+    def function(self, smem: int, name: str = "tma_stream"):
+        if (name, smem) not in self.fn:  # the attribute is per function handle: one load per smem size
+            self.fn[name, smem] = self.drv.function(self.cubin, name, smem if smem > 48 * 1024 else 0)
+        return self.fn[name, smem]
 
     def run(self, *, grid: int, per_sm: int, depth: int, chunk: int, kt: int, gm: int, a, b, label: str,
-            before=None) -> dict:
+            before=None, tensor: bool = False) -> dict:
+        """``tensor``: through 2-D tensor maps (``tma_stream_2d``: boxes of chunk / 128 rows of
+        (rows, 64) fp16 tensors), else 1-D bulk copies."""
         torch = self.torch
         per_k = chunk * (2 if b is not None else 1)
         smem = smem_for(per_sm) if grid > 1 else depth * per_k  # one CTA alone: what it needs
@@ -81,18 +84,27 @@ class Stream:
         cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
         issue = torch.zeros(grid, dtype=torch.int64, device="cuda")
         span = torch.zeros(2 * grid, dtype=torch.int64, device="cuda")
-        args = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr() if b is not None else 0), ctypes.c_int(chunk),
-                ctypes.c_int(kt), ctypes.c_int(gm), ctypes.c_int(depth), ctypes.c_int(a_chunks), ctypes.c_int(b_chunks),
-                ctypes.c_void_p(cycles.data_ptr()), ctypes.c_void_p(issue.data_ptr()),
-                ctypes.c_void_p(span.data_ptr())]
-        t = T.kernel_time(torch, self.drv.launcher(self.function(smem), grid, 32, smem, self.stream, args),
+        outs = [ctypes.c_void_p(cycles.data_ptr()), ctypes.c_void_p(issue.data_ptr()), ctypes.c_void_p(span.data_ptr())]
+        if tensor:
+            from .tma_issue import TensorMap
+
+            rows = chunk // 128
+            maps = [TensorMap(self.drv, t.data_ptr(), 64, t.numel() // 64, box_rows=rows) for t in (a, b)]
+            args = [maps[0].value, maps[1].value, ctypes.c_int(rows), ctypes.c_int(kt), ctypes.c_int(gm),
+                    ctypes.c_int(depth), ctypes.c_int(a_chunks), ctypes.c_int(b_chunks), *outs]
+        else:
+            args = [ctypes.c_void_p(a.data_ptr()), ctypes.c_void_p(b.data_ptr() if b is not None else 0), ctypes.c_int(chunk),
+                    ctypes.c_int(kt), ctypes.c_int(gm), ctypes.c_int(depth), ctypes.c_int(a_chunks), ctypes.c_int(b_chunks),
+                    *outs]
+        fn = self.function(smem, "tma_stream_2d" if tensor else "tma_stream")
+        t = T.kernel_time(torch, self.drv.launcher(fn, grid, 32, smem, self.stream, args),
                           reps=self.reps, warmup=2, before=before)
         per_k_cycles = [c / kt for c in cycles.cpu().tolist()]
         issue_per_k = [c / kt for c in issue.cpu().tolist()]
         stamps = span.cpu().tolist()  # the last repetition's: each CTA's first and last globaltimer
         inside_us = (max(stamps[1::2]) - min(stamps[0::2])) / 1e3
         moved = grid * kt * per_k
-        row = {"sweep": label, "grid": grid, "ctas_per_sm": per_sm, "depth": depth, "chunk": chunk, "operands": 2 if b is not None else 1,
+        row = {"sweep": label, "copy": "tensor_2d" if tensor else "bulk_1d", "grid": grid, "ctas_per_sm": per_sm, "depth": depth, "chunk": chunk, "operands": 2 if b is not None else 1,
                "kt": kt, "gm": gm, "smem": smem, "bytes": moved,
                "cycles_per_k_median": round(statistics.median(per_k_cycles), 1),
                "cycles_per_k_max": round(max(per_k_cycles), 1),
@@ -100,7 +112,7 @@ class Stream:
                "cta_bytes_per_cycle_median": round(per_k / statistics.median(per_k_cycles), 2),
                "inside_us": round(inside_us, 3), "outside_us": round(t["median"] * 1e3 - inside_us, 3),
                "tb_per_s_kernel": round(moved / (t["median"] * 1e-3) / 1e12, 3), "kernel_ms": t}
-        print(f"{label:<8} grid {grid:>5} {per_sm}/SM depth {depth} chunk {chunk:>6} x{row['operands']}: "
+        print(f"{label:<8} {row['copy']:<9} grid {grid:>5} {per_sm}/SM depth {depth} chunk {chunk:>6} x{row['operands']}: "
               f"{row['cycles_per_k_median']:8.1f} cycles/k (max {row['cycles_per_k_max']:8.1f}, issue {row['issue_cycles_per_k_median']:6.1f}), "
               f"kernel {t['median'] * 1e3:9.2f} us (inside {inside_us:8.2f}), {row['tb_per_s_kernel']:6.2f} TB/s", flush=True)
         return row
@@ -156,13 +168,14 @@ def measure_small(torch, cubin: bytes, reps: int) -> list[dict]:
     for chunk in (2048, 4096, 8192, 16384):
         a = torch.randn(gm * kt * chunk // 2, device="cuda", dtype=f16)  # A + B <= 34 MB: in L2 once written
         b = torch.randn(-(-SM_COUNT * 8 // gm) * kt * chunk // 2, device="cuda", dtype=f16)
-        for per_sm in (1, 2, 4, 8):
-            if 2 * 2 * chunk > smem_for(per_sm):
-                continue
-            a.add_(0)
-            b.add_(0)  # rewritten just before: in L2
-            rows.append(s.run(grid=SM_COUNT * per_sm, per_sm=per_sm, depth=2, chunk=chunk, kt=kt, gm=gm, a=a, b=b,
-                              label="small"))
+        for tensor in (False, True):
+            for per_sm in (1, 2, 4, 8):
+                if 2 * 2 * chunk > smem_for(per_sm):
+                    continue
+                a.add_(0)
+                b.add_(0)  # rewritten just before: in L2
+                rows.append(s.run(grid=SM_COUNT * per_sm, per_sm=per_sm, depth=2, chunk=chunk, kt=kt, gm=gm, a=a, b=b,
+                                  label="small", tensor=tensor))
     return rows
 
 

@@ -8,7 +8,7 @@ so the group's fence, commit and wait still have an instruction to order: in the
 the Gluon corpus's ``wgmma_ring`` (Triton 3.9, sm_90a, read with cuobjdump), the loop body's
 64 ``wgmma.mma_async.m64n32k16`` of the PTX are one such HGMMA.  On the H200 that kernel ran
 its ten 128x128x128 dots in 6.6 us of kernel-only time, 3.9 us past an empty kernel's: less
-than the tensor core needs for them (docs/triton.md "Timing").
+than the tensor core needs for them (docs/triton.md, "A dot nothing reads is deleted").
 
 The rule, over the function's SSA values (an over-approximation: a value is read when any op
 other than those below names it, so a dot is kept whenever in doubt):

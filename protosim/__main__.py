@@ -1,5 +1,5 @@
 """``python -m protosim ...``: the same command line as ``protosim`` (``protosim.cli``)."""
 
-from protosim.cli import console
+from protosim.cli import main
 
-raise SystemExit(console())
+raise SystemExit(main())

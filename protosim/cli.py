@@ -45,7 +45,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import re
 import sys
@@ -433,18 +432,6 @@ def main(argv: list[str] | None = None) -> int:
         return _internal_error(e)
     except Exception as e:  # noqa: BLE001 - the contract: never a bare traceback
         return _internal_error(e)
-
-
-def console() -> int:
-    """The ``protosim`` command (the console script, ``python -m protosim``): :func:`main`,
-    then ``gc.freeze()``.  Interpreter exit runs a full garbage collection over every object
-    still alive -- a full-chip replay's millions of events, clocks and tuples: ~3 s of a
-    26 s ``protosim run`` of v6 at 4096^3, after the report was printed.  Frozen objects are
-    skipped by that collection (and are freed all the same when the process exits).  Not in
-    :func:`main`, which tests and other programs call in a process that goes on."""
-    status = main()
-    gc.freeze()
-    return status
 
 
 def _load(args):

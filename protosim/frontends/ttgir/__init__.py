@@ -146,6 +146,8 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     launch = {**from_file, **(launch or {})}
     check_metadata(mod, path)
     mod.metadata_shared = metadata_shared(path)
+    if (metadata(path) or {}).get("enable_fp_fusion") is False:  # compiled without FMA contraction
+        mod.fused_adds = frozenset()
 
     from protosim.arch import load_profile
 

@@ -141,3 +141,41 @@ def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
         per_thread = -(-per_thread // 2)
     f, h, u = PER_ELEMENT[op]
     return f * per_thread, h * per_thread, u * per_thread, 0
+
+
+_CONTRACTS = ("arith.addf", "arith.subf")
+
+
+def fused_adds(body) -> frozenset[int]:
+    """Lines of the ``arith.addf`` / ``arith.subf`` statements that become one ``FFMA`` (``HFMA2``
+    for fp16) with the ``arith.mulf`` they add: Triton compiles with fp fusion on by default
+    (``enable_fp_fusion``), and LLVM contracts a multiply whose only use is an add into a fused
+    multiply-add.  Such an add costs no instruction of its own.  Read from the SASS of the
+    corpus's ``attn_d64_128x64_s2_w4`` (Triton 3.9, sm_90a, cuobjdump): its loop body has 68 FFMA
+    and 68 FMUL where the TTGIR has ``qk * scale - m`` and ``acc * alpha`` on 64 elements a thread
+    -- the first pair fused, the second a multiply alone.  A multiply with more than one use (by
+    name, anywhere in the function) is left unfused: LLVM would keep it."""
+    from protosim.frontends.ttgir.text import _OPERAND, operand_head
+
+    uses: dict[str, int] = {}
+    mul_result: dict[str, int] = {}
+    adds: list = []
+
+    def visit(stmts) -> None:
+        for st in stmts:
+            for tok in _OPERAND.findall(operand_head(st.rest)):
+                uses[tok] = uses.get(tok, 0) + 1
+            if st.op == "arith.mulf" and len(st.results) == 1:
+                mul_result[st.results[0].split(":")[0]] = st.line
+            elif st.op in _CONTRACTS:
+                adds.append(st)
+            for reg in st.regions:
+                visit(reg.stmts)
+
+    visit(body)
+    fused = set()
+    for st in adds:
+        ops = _OPERAND.findall(operand_head(st.rest))[:2]
+        if any(o in mul_result and uses.get(o) == 1 for o in ops):
+            fused.add(st.line)
+    return frozenset(fused)

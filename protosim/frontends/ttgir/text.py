@@ -126,6 +126,8 @@ class Ttgir:
     live_peak: int = 0
     """The liveness estimate of shared memory (:func:`_live_peak`)."""
     layouts: dict[str, str] = field(default_factory=dict)
+    fused_adds: frozenset[int] = frozenset()
+    """Lines of the float adds that fuse with their multiply into one FMA (``registers.fused_adds``)."""
     dead_dots: frozenset[int] = frozenset()
     """Lines of the ``warp_group_dot`` statements whose result nothing reads: ptxas deletes
     their wgmmas (:mod:`protosim.frontends.ttgir.liveness`)."""
@@ -487,6 +489,8 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
     mod.live_peak = _live_peak(stack[0], allocs)
     from protosim.frontends.ttgir.liveness import dead_dots  # it reads this module's grammar
     mod.dead_dots = dead_dots(stack[0])
+    from protosim.frontends.ttgir.registers import fused_adds
+    mod.fused_adds = fused_adds(stack[0])
     mod.layouts = {m.group(1): m.group(2) for m in _LAYOUT_ALIAS.finditer(text)}
     return mod
 

@@ -499,6 +499,8 @@ class Walker:
     def register_math(self, st: Stmt) -> RegisterMath | None:
         """Float math on a tensor (an elementwise op, a reduction): its warp instructions by
         class (docs/semantics.md "Register math"); None for anything else."""
+        if st.line in self.mod.fused_adds:
+            return None  # the add half of an FMA: its multiply's instruction does both
         combine = None
         if st.op == "tt.reduce":
             combine = next((b.op for b in st.body if b.op.startswith(_MATH)), None)

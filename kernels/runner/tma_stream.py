@@ -39,10 +39,12 @@ SMEM_PER_SM = 233472
 SMEM_RESERVED = 1024
 """Per CTA, reserved by the system (CUDA guide, compute capability 9.0)."""
 STATIC_SMEM = 2048
-"""The kernel's static shared memory as ptxas laid it out (``cuobjdump -res-usage``: SHARED:2048 --
-the 64 B of mbarriers with the 1024-aligned dynamic buffer after them).  It was 128 here until
-2026-12-01: each multi-CTA row then got one CTA an SM fewer than its ``ctas_per_sm`` says (2/SM
-ran one at a time; the records of 79795f2 carry that)."""
+"""The kernel's static shared memory, counted high: ``ptxas -v`` reports 1,024 B (the mbarriers,
+padded so that the 1024-aligned dynamic buffer follows them) and ``cuobjdump -res-usage`` 2,048.
+Counting 2,048 (beside the 1 KiB reserved per CTA) costs a CTA at most 1 KiB of dynamic shared
+memory, never a CTA an SM.  It was 128 here until 2026-12-01: each multi-CTA row then got one CTA
+an SM fewer than its ``ctas_per_sm`` says (2/SM ran one at a time; the records of 79795f2 carry
+that).  tests/test_microbench_sizing.py checks it against ptxas where nvcc is installed."""
 CHUNK = 16384
 """A 128 x 64 fp16 tile: what the TMA steps load per operand per k-iteration."""
 

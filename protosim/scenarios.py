@@ -398,6 +398,12 @@ def _load_ttgir(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
         smem = (f"shared memory {meta:,} B (Triton's metadata); the IR's allocations live at once: "
                 f"{mod.live_peak:,} B (without Triton's scratch for layout conversions)")
     desc = f"Triton TTGIR @{mod.func}, target {mod.target}, {mod.num_warps} warps; {smem}"
+    if mod.dead_dots:
+        lines = ", ".join(str(n) for n in sorted(mod.dead_dots))
+        desc += (f"; nothing reads the result of the warp_group_dot at line(s) {lines}: ptxas deletes its wgmmas, "
+                 "timed as the one placeholder HGMMA.64x8x16 it keeps (docs/triton.md)")
+    if schedule.regs_per_thread:
+        desc += f"; {schedule.regs_per_thread} registers a thread (the metadata's n_regs) bound the CTAs an SM holds"
     return Scenario(path=path, name=path.stem, description=desc, builder="ttgir", config=None,
                     schedule_json=to_json(schedule), built=schedule)
 

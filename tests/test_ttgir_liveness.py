@@ -85,3 +85,12 @@ def test_a_dead_dot_is_timed_as_the_placeholder_and_keeps_its_reads(tmp_path):
     schedule, _ = read(tmp_path / RING)
     wgmmas = [op for role in schedule.ctas[0].roles for op in role if isinstance(op, Wgmma)]
     assert {(op.m, op.n, op.k_elems) for op in wgmmas} == {(128, 128, 128)}
+
+
+def test_the_run_report_says_which_dot_was_deleted():
+    from protosim.scenarios import load_scenario
+
+    dead = load_scenario(GLUON / RING)
+    assert "line(s) " + ", ".join(str(n) for n in dots(ring_text())) in dead.description
+    live = load_scenario(GLUON / "wgmma_pipelined-clean.sm90a.ttgir")
+    assert "ptxas deletes" not in live.description

@@ -126,12 +126,12 @@ class Ttgir:
     live_peak: int = 0
     """The liveness estimate of shared memory (:func:`_live_peak`)."""
     layouts: dict[str, str] = field(default_factory=dict)
+    """The module's layout aliases: ``#blocked1`` -> ``#ttg.blocked<{sizePerThread = ...}>``."""
     fused_adds: frozenset[int] = frozenset()
     """Lines of the float adds that fuse with their multiply into one FMA (``registers.fused_adds``)."""
     dead_dots: frozenset[int] = frozenset()
     """Lines of the ``warp_group_dot`` statements whose result nothing reads: ptxas deletes
     their wgmmas (:mod:`protosim.frontends.ttgir.liveness`)."""
-    """The module's layout aliases: ``#blocked1`` -> ``#ttg.blocked<{sizePerThread = ...}>``."""
 
     metadata_shared: int | None = None
     """``shared`` of the compiled kernel's metadata beside the file (set by ``read``)."""
@@ -487,9 +487,10 @@ def parse(text: str, path: str = "<ttgir>") -> Ttgir:
     mod = Ttgir(path, func.group(1), target, num_warps, list(arg_info), stack[0], allocs, arg_info, start + 1,
                 module_shared=int(shared.group(1)) if shared else None, module_tmem=int(tmem.group(1)) if tmem else None)
     mod.live_peak = _live_peak(stack[0], allocs)
-    from protosim.frontends.ttgir.liveness import dead_dots  # it reads this module's grammar
-    mod.dead_dots = dead_dots(stack[0])
+    # Static passes over the whole function (they read this module's grammar: imported here).
+    from protosim.frontends.ttgir.liveness import dead_dots
     from protosim.frontends.ttgir.registers import fused_adds
+    mod.dead_dots = dead_dots(stack[0])
     mod.fused_adds = fused_adds(stack[0])
     mod.layouts = {m.group(1): m.group(2) for m in _LAYOUT_ALIAS.finditer(text)}
     return mod

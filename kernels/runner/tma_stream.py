@@ -162,7 +162,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def measure_small(torch, cubin: bytes, reps: int) -> list[dict]:
-    """The ``small`` sweep (module doc): chunk size x CTAs per SM, the engine's rate in copies."""
+    """The ``small`` sweep (module doc): chunk size x CTAs an SM, bulk and tensor: the chip's L2 -> shared rate."""
     s = Stream(torch, cubin, reps)
     f16 = torch.float16
     rows = []

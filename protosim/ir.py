@@ -719,7 +719,8 @@ OP_TYPES: dict[str, type[Op]] = {
     cls.kind: cls
     for cls in (
         MbarInit, MbarInval, Arrive, ExpectTx, ArriveExpectTx, Wait, TmaLoad, TmaStore, BulkCommit,
-        BulkWait, ThreadCopy, SmemStore, GlobalStore, GlobalLoad, GlobalLoadWait, RegisterMath, Mma, MmaCommit, Wgmma, WgmmaCommit,
+        BulkWait, ThreadCopy, SmemStore, GlobalStore, GlobalLoad, GlobalLoadWait, RegisterMath, Mma, MmaCommit,
+        Wgmma, WgmmaCommit,
         WgmmaWait, TmemLoad, WaitLd, TmemAlloc, TmemDealloc, CtaSync, NamedBarrierSync,
         Fence, Sleep, CpAsync, CpAsyncCommit, CpAsyncWait, LocalLoad, MmaSync, WarpSync,
         TmemCopy, TmemStore, WaitSt, ClusterArrive, ClusterWait,
@@ -788,8 +789,9 @@ _DATACLASSES.save()  # the last dataclass of the module is above
 
 L2_AT_LAUNCH = ("cold", "inputs")
 LOAD_WIDTHS = (1, 2, 4, 8, 16)
-WGMMA_OPERAND_BYTES = (1, 2, 4)
 """Bytes per lane of one ``ld.global`` or ``st.global`` (.u8 .. .v4.u32; PTX ISA ld, st)."""
+WGMMA_OPERAND_BYTES = (1, 2, 4)
+"""Bytes of a wgmma operand element: fp8 / int8, f16 / bf16, tf32 (``Wgmma.operand_bytes``)."""
 MAX_BANK_WAYS = 32
 """A store's bank conflict is at most 32-way: shared memory has 32 banks, a warp 32 lanes."""
 MAX_REGS_PER_THREAD = 255

@@ -5,7 +5,6 @@ from the TTGIR into them, and a wgmma's operand width."""
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from protosim.ir import (
     to_json,
     validate,
 )
+from tests.triton_corpus import fixture_copy, replacing
 
 H200 = load_profile("h200")
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "triton" / "corpus" / "triton-3.6.0"
@@ -153,17 +153,7 @@ def first_load_on(path: Path, n: int = 4) -> list[str]:
 
 
 def edited(tmp_path: Path, edits: list[tuple[str, str]]) -> Path:
-    text = (CORPUS / S1).read_text()
-    for old, new in edits:
-        assert old in text, f"fixture changed: {old!r} not found"
-        text = text.replace(old, new)
-    out = tmp_path / S1
-    out.write_text(text)
-    for suffix in (".launch.json", ".json"):
-        side = CORPUS / S1.replace(".ttgir", suffix)
-        if side.exists():
-            shutil.copy(side, tmp_path)
-    return out
+    return fixture_copy(tmp_path, CORPUS / S1, replacing(edits))
 
 
 def test_a_triton_load_is_waited_for_where_it_is_stored():

@@ -3,12 +3,11 @@ with fp fusion on, and LLVM contracts the pair."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 from protosim.frontends.ttgir import read
 from protosim.ir import RegisterMath
+from tests.triton_corpus import fixture_copy
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "triton" / "corpus" / "triton-3.6.0"
 ATTN = "attn_d64_128x64_s2_w4.sm90"
@@ -21,19 +20,13 @@ SASS_FP32_PER_ITERATION = 72 + 68 + 68
 
 
 def copy(tmp_path: Path, edit=None, meta=None) -> Path:
-    for side in CORPUS.glob(ATTN + ".*"):
-        shutil.copy(side, tmp_path)
-    path = tmp_path / f"{ATTN}.ttgir"
-    if edit:  # (marker, line): insert ``line`` after the line holding ``marker``
-        lines = path.read_text().splitlines(keepends=True)
+    def insert(text: str) -> str:  # edit = (marker, line): ``line`` after the line holding ``marker``
+        lines = text.splitlines(keepends=True)
         at = [i for i, line in enumerate(lines) if edit[0] in line]
         assert len(at) == 1, "fixture changed"
         lines.insert(at[0] + 1, edit[1] + "\n")
-        path.write_text("".join(lines))
-    if meta:
-        m = tmp_path / f"{ATTN}.json"
-        m.write_text(json.dumps({**json.loads(m.read_text()), **meta}))
-    return path
+        return "".join(lines)
+    return fixture_copy(tmp_path, CORPUS / f"{ATTN}.ttgir", insert if edit else None, meta)
 
 
 def fp32_per_iteration(path: Path) -> float:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 from protosim.frontends.ttgir import read
 from protosim.frontends.ttgir.text import parse
 from protosim.ir import Wgmma
+from tests.triton_corpus import fixture_copy, replacing
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triton"
 GLUON = FIXTURES / "gluon" / "triton-3.6.0"
@@ -72,17 +72,14 @@ def test_a_use_inside_the_loop_keeps_the_dot():
 
 
 def test_a_dead_dot_is_timed_as_the_placeholder_and_keeps_its_reads(tmp_path):
-    for side in GLUON.glob(RING.replace(".ttgir", ".*")):
-        shutil.copy(side, tmp_path)
-    schedule, _ = read(tmp_path / RING)
+    schedule, _ = read(fixture_copy(tmp_path, GLUON / RING))
     wgmmas = [op for role in schedule.ctas[0].roles for op in role if isinstance(op, Wgmma)]
     assert len(wgmmas) == 10
     assert {(op.m, op.n, op.k_elems) for op in wgmmas} == {(64, 8, 16)}
     assert all(len(op.reads) == 2 for op in wgmmas)  # A and B: the race checkers still see them
 
-    text = ring_text().replace(RESULT_WAIT, RESULT_WAIT + "\n    %used = arith.addf %acc, %acc : tensor<128x128xf32, #mma>")
-    (tmp_path / RING).write_text(text)
-    schedule, _ = read(tmp_path / RING)
+    use = replacing([(RESULT_WAIT, RESULT_WAIT + "\n    %used = arith.addf %acc, %acc : tensor<128x128xf32, #mma>")])
+    schedule, _ = read(fixture_copy(tmp_path, GLUON / RING, use))
     wgmmas = [op for role in schedule.ctas[0].roles for op in role if isinstance(op, Wgmma)]
     assert {(op.m, op.n, op.k_elems) for op in wgmmas} == {(128, 128, 128)}
 

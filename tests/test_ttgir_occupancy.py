@@ -4,8 +4,6 @@ ptxas gave the kernel."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from protosim.arch import load_profile
 from protosim.engine.machine import Machine
 from protosim.frontends.ttgir import TtgirError, read
+from tests.triton_corpus import fixture_copy
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "triton" / "corpus" / "triton-3.6.0"
 S1 = "mm_ptr_64x64x32_s1_w4.sm90"
@@ -20,14 +19,7 @@ H200 = load_profile("h200")
 
 
 def copy_with(tmp_path: Path, n_regs) -> Path:
-    for side in CORPUS.glob(S1 + ".*"):
-        shutil.copy(side, tmp_path)
-    meta = tmp_path / f"{S1}.json"
-    data = json.loads(meta.read_text())
-    if n_regs is not None:
-        data["n_regs"] = n_regs
-    meta.write_text(json.dumps(data))
-    return tmp_path / f"{S1}.ttgir"
+    return fixture_copy(tmp_path, CORPUS / f"{S1}.ttgir", meta=None if n_regs is None else {"n_regs": n_regs})
 
 
 def test_registers_from_the_metadata_bound_the_ctas_an_sm_holds(tmp_path):

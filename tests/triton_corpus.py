@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -101,6 +102,32 @@ def judge_record(corpus: str, record: dict, form: str = "ttgir", ctas: int | Non
     j.kinds = tuple(sorted({f.kind for f in verdict.findings}))
     j.shared, j.shared_meta, j.shared_source = mod.shared_bytes, meta.get("shared"), mod.shared_source
     return j
+
+
+def fixture_copy(tmp_path: Path, source: Path, text=None, meta: dict | None = None) -> Path:
+    """A corpus TTGIR (``source``) and its sidecars copied into ``tmp_path``, for a test that
+    edits it: ``text(original)`` gives the edited TTGIR; ``meta``: fields merged into its
+    metadata JSON."""
+    stem = source.name.removesuffix(".ttgir")
+    for side in source.parent.glob(stem + ".*"):
+        shutil.copy(side, tmp_path)
+    out = tmp_path / source.name
+    if text is not None:
+        out.write_text(text(source.read_text()))
+    if meta:
+        m = tmp_path / f"{stem}.json"
+        m.write_text(json.dumps({**json.loads(m.read_text()), **meta}))
+    return out
+
+
+def replacing(edits: list[tuple[str, str]]):
+    """A ``text`` for :func:`fixture_copy`: each ``(old, new)`` replaced, ``old`` required."""
+    def apply(text: str) -> str:
+        for old, new in edits:
+            assert old in text, f"fixture changed: {old!r} not found"
+            text = text.replace(old, new)
+        return text
+    return apply
 
 
 def table(rows: list[Judged]) -> str:

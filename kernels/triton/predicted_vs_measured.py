@@ -40,6 +40,15 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
+def summary(ratios: list[float], noun: str) -> str:
+    """The line under a table of predicted / measured ratios: count, median, range and mean
+    absolute error."""
+    s = sorted(ratios)
+    mape = sum(abs(x - 1) for x in s) / len(s)
+    return (f"{len(s)} {noun}: predicted/measured median {s[len(s) // 2]:.2f}, min {s[0]:.2f}, max {s[-1]:.2f}; "
+            f"mean absolute error {100 * mape:.1f}%")
+
+
 def predict(path: Path, launch: dict | None = None, n_regs: int | None = None):
     """The nominal verdict of the TTGIR at ``path`` (at ``launch``'s values, else its sidecar's),
     replayed as the runners measure: every CTA, the inputs in L2, and -- when the launch record
@@ -194,10 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['file']} | {p:.1f} | {m:.1f} | {ratio:.2f} | {f'{pt:.0f}{flag}' if pt else ''} | "
               f"{f'{mt:.0f}' if mt else ''} |" if ratio else f"| {r['file']} | {p} | {m} | | | |")
     if ratios:
-        ratios.sort()
-        mape = sum(abs(x - 1) for x in ratios) / len(ratios)
-        print(f"\n{len(ratios)} kernels: predicted/measured median {ratios[len(ratios) // 2]:.2f}, "
-              f"min {ratios[0]:.2f}, max {ratios[-1]:.2f}; mean absolute error {100 * mape:.1f}%")
+        print(f"\n{summary(ratios, 'kernels')}")
     return 0
 
 

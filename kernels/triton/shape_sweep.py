@@ -190,10 +190,9 @@ def predict(args) -> int:
         ratios.append(r["ratio"])
         print(f"| {r['variant']} | {shape} | {r['predicted_us']:.1f} | {r['measured_us']:.1f} | {r['ratio']:.2f} |")
     if ratios:
-        s = sorted(ratios)
-        mape = sum(abs(x - 1) for x in s) / len(s)
-        print(f"\n{len(s)} launches: predicted/measured median {s[len(s) // 2]:.2f}, min {s[0]:.2f}, max {s[-1]:.2f}; "
-              f"mean absolute error {100 * mape:.1f}%; within 25%: {sum(abs(x - 1) <= 0.25 for x in s)}")
+        from kernels.triton.predicted_vs_measured import summary
+
+        print(f"\n{summary(ratios, 'launches')}; within 25%: {sum(abs(x - 1) <= 0.25 for x in ratios)}")
     return 0
 
 

@@ -121,11 +121,11 @@ class WarpState:
         """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not
         yet paid with a SimPy timeout: paid before the next op that others can see."""
         self.remote_until = 0.0
+        """When this warp's last remote mbarrier op (``.shared::cluster`` on a peer) lands: a
+        ``barrier.cluster.arrive.release`` after it completes no earlier."""
         self.loads_ready: list[float] = []
         """When the registers of each global load into registers this warp issued have filled
         (``GlobalLoad``, in issue order, non-decreasing): what a ``GlobalLoadWait`` waits for."""
-        """When this warp's last remote mbarrier op (``.shared::cluster`` on a peer) lands: a
-        ``barrier.cluster.arrive.release`` after it completes no earlier."""
         self.lane_writes: dict[tuple[str, int, int | None], int] = {}
         """(buffer, stage, part) -> seq of the last store all 32 lanes made there since the
         warp last synchronised its lanes (__syncwarp, bar.sync): each lane knows only its own

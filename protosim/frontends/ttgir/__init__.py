@@ -66,7 +66,6 @@ from protosim.frontends.ttgir.inputs import (
     check_metadata,
     load_launch,
     metadata,
-    metadata_regs,
     metadata_shared,
 )
 from protosim.frontends.ttgir.ops import check_ops
@@ -98,8 +97,8 @@ from protosim.ir import (
 )
 
 __all__ = ["DEFAULT_MAX_OPS", "ELEM_BYTES", "MAX_NESTING", "ROLE", "TARGET_ARCH", "MemDesc", "Region", "Stmt", "Ttgir",
-           "TtgirError", "check_launch", "check_metadata", "load_launch", "metadata", "metadata_regs", "metadata_shared",
-           "parse", "read"]
+           "TtgirError", "check_launch", "check_metadata", "load_launch", "metadata", "metadata_shared", "parse",
+           "read"]
 
 
 def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = None,
@@ -145,8 +144,9 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
         check_launch(mod, launch, "the launch given to read()")
     launch = {**from_file, **(launch or {})}
     check_metadata(mod, path)
-    mod.metadata_shared = metadata_shared(path)
-    if (metadata(path) or {}).get("enable_fp_fusion") is False:  # compiled without FMA contraction
+    meta = metadata(path) or {}
+    mod.metadata_shared = meta.get("shared")
+    if meta.get("enable_fp_fusion") is False:  # compiled without FMA contraction
         mod.fused_adds = frozenset()
 
     from protosim.arch import load_profile
@@ -206,8 +206,8 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
         roles=tuple(RoleDecl(r.name, r.warps) for r in walker.roles),
         ctas=tuple(CtaProgram(i, program) for i, program in enumerate(programs)),
         # Registers limit how many CTAs an SM holds, when the compile's metadata says how many
-        # (n_regs); the TTGIR itself does not.
-        regs_per_thread=metadata_regs(path),
+        # (n_regs: the driver's count, which a runner adds; Triton's own metadata and the TTGIR lack it).
+        regs_per_thread=meta.get("n_regs") or 0,
         config={"source": str(path), "target": mod.target, "num_warps": mod.num_warps, "launch": launch,
                 "walks": len(walkers),
                 "shared_bytes": mod.shared_bytes, "shared_source": mod.shared_source},

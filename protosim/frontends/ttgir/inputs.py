@@ -189,14 +189,6 @@ def metadata(path: Path) -> dict[str, Any] | None:
     return None if got is None else got[1]
 
 
-def metadata_regs(path: Path) -> int:
-    """``n_regs`` of the metadata JSON beside the TTGIR: registers per thread of the compiled
-    kernel (``CompiledKernel.n_regs``, what the driver reports once it loads the cubin; Triton's
-    own metadata does not carry it, a runner may add it).  0 when absent: no register limit."""
-    got = _metadata(Path(path))
-    return (got[1].get("n_regs") or 0) if got is not None else 0
-
-
 def metadata_shared(path: Path) -> int | None:
     """The ``shared`` field of the compiled kernel's metadata JSON beside the TTGIR
     (None when there is none; a malformed file is a :class:`TtgirError`)."""

@@ -31,9 +31,6 @@ from collections import defaultdict
 
 from protosim.frontends.ttgir.text import _OPERAND, _PAIR, Stmt, operand_head
 
-_CARRIERS = ("ttng.warp_group_dot", "ttng.warp_group_dot_wait", "scf.yield", "scf.for")
-
-
 def _names(st: Stmt) -> list[list[str]]:
     """Each result's names: ``%r`` for one result, ``%r`` / ``%r#j`` for several (``%r:3``)."""
     if not st.results:
@@ -59,9 +56,8 @@ def dead_dots(body: list[Stmt]) -> frozenset[int]:
                 read.update(ops[:2])
                 read.update(ops[3:])  # useC and the rest
                 dots[st.line] = [n for names in results for n in names]
-                for n in dots[st.line]:
-                    if len(ops) > 2:
-                        flows[ops[2]].add(n)
+                if len(ops) > 2:
+                    flows[ops[2]].update(dots[st.line])
             elif st.op == "ttng.warp_group_dot_wait":
                 for o in ops:
                     for names in results:

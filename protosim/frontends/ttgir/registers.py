@@ -1,7 +1,9 @@
-"""What a ``tt.load`` or ``tt.store`` moves between global memory and registers: the
-tensor's bytes and how many of them one lane moves per instruction.
+"""Registers in the TTGIR: what a ``tt.load`` or ``tt.store`` moves between global memory
+and registers, the warp instructions of float math on tensors (``math_instructions``), and
+which adds fuse with their multiply (``fused_adds``).
 
-A pointer tensor's type gives its shape and element type; its layout gives each thread's
+A ``tt.load`` / ``tt.store`` moves the tensor's bytes, so many per lane per instruction. A
+pointer tensor's type gives its shape and element type; its layout gives each thread's
 contiguous elements (``sizePerThread`` along ``order[0]`` of a ``#ttg.blocked`` layout),
 which Triton's lowering turns into one vector ``ld.global`` / ``st.global`` of up to 16 bytes
 when the addresses are contiguous and aligned -- what its ``AxisInfo`` analysis decides and
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from protosim.frontends.ttgir.text import elem_bits
+from protosim.frontends.ttgir.text import _OPERAND, elem_bits, operand_head
 
 _POINTER = re.compile(
     r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)"  # tensor<AxBx!tt.ptr<f16>, #layout>
@@ -155,8 +157,6 @@ def fused_adds(body) -> frozenset[int]:
     and 68 FMUL where the TTGIR has ``qk * scale - m`` and ``acc * alpha`` on 64 elements a thread
     -- the first pair fused, the second a multiply alone.  A multiply with more than one use (by
     name, anywhere in the function) is left unfused: LLVM would keep it."""
-    from protosim.frontends.ttgir.text import _OPERAND, operand_head
-
     uses: dict[str, int] = {}
     mul_result: dict[str, int] = {}
     adds: list = []

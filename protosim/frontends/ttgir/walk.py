@@ -474,7 +474,7 @@ class Walker:
             self.stmt(st)
 
     def stmt(self, st: Stmt) -> None:
-        op, rest = st.op, st.rest
+        op = st.op
         for r in st.results:
             self.defined[r.split(":")[0]] = st
         if self.inits_unsynced and op.startswith("ttng.") and op != "ttng.init_barrier":

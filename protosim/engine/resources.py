@@ -219,12 +219,15 @@ class MmaUnit:
         self.busy = 0.0
         self.last_done = 0.0
 
-    def submit(self, now: float, occupancy: float, tail: float) -> tuple[float, float, float]:
-        """(start, unit free again, results complete) for an MMA issued at ``now``."""
+    def submit(self, now: float, occupancy: float, tail: float, issued: float = 0.0) -> tuple[float, float, float]:
+        """(start, unit free again, results complete) for an MMA issued at ``now`` whose last
+        instruction leaves the issuing warps at ``issued`` (a wgmma's issue chain)."""
         start = self.free_at if self.free_at > now else now
         self.free_at = start + occupancy
         self.busy += occupancy
         done = self.free_at + tail
+        if issued + tail > done:
+            done = issued + tail
         if done < self.last_done:  # a perturbed predecessor holds completion order
             done = self.last_done
         self.last_done = done

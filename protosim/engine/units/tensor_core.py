@@ -32,7 +32,7 @@ _NO_TARGET = (ABSENT,) * 5
 class MmaIssuers:
     """A CTA's MMA-issuing threads, by name (``role.wN``), and its wgmma rendezvous."""
 
-    __slots__ = ("last_done", "last_seq", "lanes", "rendezvous")
+    __slots__ = ("last_done", "last_seq", "lanes", "rendezvous", "issuing")
 
     def __init__(self) -> None:
         self.last_done: dict[str, float] = {}
@@ -43,6 +43,9 @@ class MmaIssuers:
         """Lanes of each warp that issued MMAs (1, or 32 for an MMA every lane issued)."""
         self.rendezvous: dict[tuple[int, int, int], list[Any]] = {}
         """(role, op index) -> [warps arrived, event]: a wgmma waiting for its warpgroup."""
+        self.issuing: dict[tuple[int, int], float] = {}
+        """(role, warpgroup) -> the cycle its warps finish issuing the wgmma instructions given
+        them so far (the issue chain of :meth:`TensorCoreUnit.wgmma_issue`)."""
 
 
 class TensorCoreUnit(Unit):
@@ -88,6 +91,15 @@ class TensorCoreUnit(Unit):
             k = -(-op.k_elems * width // 2)
             shape = self._shapes[key] = self.arch.mma_cycles(op.m, op.n, k, floor)
         return shape
+
+    def tensor_cycles(self, op: Wgmma) -> float:
+        """Cycles a wgmma tile holds the tensor core: its instructions' issue-to-issue interval
+        at the uniform-descriptor floor (``mma_issue_min``), whatever the descriptors: building
+        them in per-thread registers slows the issuing warps (:meth:`shape`), not the unit."""
+        if getattr(op, "descriptors", "uniform") == "uniform":
+            return self.shape(op)[0]
+        width = getattr(op, "operand_bytes", 2)
+        return self.arch.mma_cycles(op.m, op.n, -(-op.k_elems * width // 2))[0]
 
     def mma_issue_cost(self, w: WarpState, op: Mma | Wgmma) -> float:
         return self.arch.mma_thread_issue_cycles * self.shape(op)[1]
@@ -210,15 +222,24 @@ class TensorCoreUnit(Unit):
             m.block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
             return rv[1]
         del rendezvous[key]
-        occupancy, insts = self.shape(op)
+        chain, insts = self.shape(op)
+        occupancy = self.tensor_cycles(op)
         groups = -(-w.warps // 4)
         if groups > 1:
-            occupancy, insts = occupancy / groups, -(-insts // groups)
-        # The issuing warps build two smem descriptors per instruction between wgmmas; on
-        # silicon that lengthens every instruction's slot (arch: wgmma_issue_overhead).
-        occupancy += arch.wgmma_issue_overhead * insts
+            chain, occupancy, insts = chain / groups, occupancy / groups, -(-insts // groups)
+        # Two clocks: the tensor core is held for each instruction's issue-to-issue interval
+        # (``occupancy``), while the issuing warpgroup spends its floor plus the descriptor
+        # building between instructions (``chain``: wgmma_issue_overhead) and cannot issue
+        # faster.  One warpgroup alone completes at the end of its chain; other warpgroups
+        # on the SM fill the tensor core in between (results/silicon/microbench/
+        # 2026-12-02_h200_tma_wgmma.md: 3 CTAs an SM reach 65 cycles per m64n128k16).
         now = env.now
-        start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall())
+        issuing = self.issuers[cta].issuing
+        chain_start = max(now, issuing.get((w.role, group), 0.0))
+        chained = issuing[w.role, group] = chain_start + chain + arch.wgmma_issue_overhead * insts
+        start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall(),
+                                              chained)
+        free = max(free, chained)  # the operands are read until the last instruction is issued
         op_id = self.wgmma.new_op()
         m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "wgmma", 32 * size, op.tile, op.k,
                                               *_NO_TARGET)))

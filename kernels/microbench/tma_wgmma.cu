@@ -3,7 +3,7 @@
 // TMA steps with 128-column tiles run 14-28% slower than the model at 2-3 CTAs an SM, while
 // neither the chip's L2 rate, nor the tensor core's one-CTA rate, nor occupancy explains it).
 //
-// One warpgroup (128 threads) per CTA; per k-iteration, on stage s = k % depth:
+// One warpgroup (128 threads) per CTA (tma_wgmma_n128_wg2: two, each its own half); per k-iteration, on stage s = k % depth:
 //   every thread: wait full[s] (try_wait.parity loop)
 //   mma != 0:     the warpgroup issues the v4-v6 kernels' block -- for each 64-row half of the
 //                 128 x 64 A box, four wgmma m64nNk16 stepping 16 columns through the 128B-swizzled
@@ -58,15 +58,17 @@ __device__ __forceinline__ void wgmma_n128(float *d, uint64_t a, uint64_t b, int
                  : "l"(a), "l"(b), "r"(accumulate));
 }
 
-template <int N>
-__device__ __forceinline__ void wgmma_block(float *acc, uint32_t a, uint32_t b) {
+// HALVES 64-row halves of the block from half h0 on: both for a one-warpgroup CTA, its own for each
+// of two (no branch on the warpgroup: a divergent path makes ptxas serialize the wgmmas).
+template <int N, int HALVES>
+__device__ __forceinline__ void wgmma_block(float *acc, uint32_t a, uint32_t b, int h0) {
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int hh = 0; hh < HALVES; ++hh)
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-            const uint64_t da = sw128_desc(a + h * 64 * 128 + kk * 32), db = sw128_desc(b + kk * 32);
-            float *d = acc + h * (N / 2);
+            const uint64_t da = sw128_desc(a + (h0 + hh) * 64 * 128 + kk * 32), db = sw128_desc(b + kk * 32);
+            float *d = acc + hh * (N / 2);
             if constexpr (N == 16) wgmma_n16(d, da, db, 1);
             else if constexpr (N == 32) wgmma_n32(d, da, db, 1);
             else if constexpr (N == 64) wgmma_n64(d, da, db, 1);
@@ -76,16 +78,18 @@ __device__ __forceinline__ void wgmma_block(float *acc, uint32_t a, uint32_t b) 
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 }
 
-template <int N>
+template <int N, int WGS>
 __device__ __forceinline__ void loop(const CUtensorMap *A_map, const CUtensorMap *B_map, int kt, int depth, int load,
                                      int mma, int gm, long long *cycles, float *out) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) uint64_t full[MAX_DEPTH];
     constexpr int B_BOX = N * 128, STAGE = A_BOX + B_BOX;
     const int tx = threadIdx.x, m = blockIdx.x % gm, n = blockIdx.x / gm;
-    float acc[N];
+    constexpr int ACC = N * 2 / WGS;  // a thread's fp32 accumulators: its warpgroup's halves
+    const int h0 = WGS == 1 ? 0 : tx / 128;
+    float acc[ACC];
 #pragma unroll
-    for (int i = 0; i < N; ++i) acc[i] = 0.f;
+    for (int i = 0; i < ACC; ++i) acc[i] = 0.f;
     if (tx == 0) {
         for (int s = 0; s < depth; ++s)
             asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(smem_addr(&full[s])) : "memory");
@@ -109,23 +113,32 @@ __device__ __forceinline__ void loop(const CUtensorMap *A_map, const CUtensorMap
     for (int k = 0; k < kt; ++k) {
         const int s = k % depth;
         wait_parity(smem_addr(&full[s]), (k / depth) & 1);
-        if (mma) wgmma_block<N>(acc, smem_addr(smem + (size_t)s * STAGE), smem_addr(smem + (size_t)s * STAGE + A_BOX));
-        asm volatile("bar.sync 1, 128;" ::: "memory");
+        if (mma) wgmma_block<N, 2 / WGS>(acc, smem_addr(smem + (size_t)s * STAGE), smem_addr(smem + (size_t)s * STAGE + A_BOX), h0);
+        asm volatile("bar.sync 1, %0;" :: "r"(128 * WGS) : "memory");
         if (tx == 0 && k + depth < kt) refill(k + depth);
     }
     if (tx == 0) cycles[blockIdx.x] = clock64() - t0;
     if (out)
 #pragma unroll
-        for (int i = 0; i < N; ++i) out[(size_t)(blockIdx.x * 128 + tx) * N + i] = acc[i];
+        for (int i = 0; i < ACC; ++i) out[(size_t)(blockIdx.x * 128 * WGS + tx) * ACC + i] = acc[i];
 }
 
 #define TMA_WGMMA(N)                                                                                                  \
     extern "C" __global__ void __launch_bounds__(128) tma_wgmma_n##N(                                                 \
         const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, int kt, int depth,      \
         int load, int mma, int gm, long long *cycles, float *out) {                                                   \
-        loop<N>(&A_map, &B_map, kt, depth, load, mma, gm, cycles, out);                                               \
+        loop<N, 1>(&A_map, &B_map, kt, depth, load, mma, gm, cycles, out);                                            \
     }
 TMA_WGMMA(16)
 TMA_WGMMA(32)
 TMA_WGMMA(64)
 TMA_WGMMA(128)
+
+// The same block split over two warpgroups (256 threads), each issuing the four wgmma of its own
+// 64-row half, as Triton's num_warps = 8 kernels do: do a CTA's two warpgroups overlap on the
+// tensor core as two CTAs' do?
+extern "C" __global__ void __launch_bounds__(256) tma_wgmma_n128_wg2(
+    const __grid_constant__ CUtensorMap A_map, const __grid_constant__ CUtensorMap B_map, int kt, int depth, int load,
+    int mma, int gm, long long *cycles, float *out) {
+    loop<128, 2>(&A_map, &B_map, kt, depth, load, mma, gm, cycles, out);
+}

@@ -10,6 +10,9 @@ box (load).  Three modes per configuration:
   re-reads what is in shared memory) -- the tensor core's rate when CTAs share an SM;
 * ``both``: the k-loop as the GEMMs run it.
 
+``tma_wgmma_n128_wg2`` splits the block over two warpgroups of one CTA, each issuing the four
+wgmma of its 64-row half (Triton's ``num_warps = 8``).
+
 If ``both`` takes longer per SM than the slower of ``load`` and ``mma``, the two contend for
 something that neither uses up alone.  Run on the GPU machine:
 
@@ -58,7 +61,9 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     # each launch (in L2, as the GEMM runner leaves them).
     a = torch.randn(GM * 128, kt * 64, device="cuda", dtype=f16)
     fns = {}
-    for n, per_sms in ((128, (1, 2, 3)), (64, (1, 2, 3, 4)), (16, (1, 2, 4, 8))):
+    for name, n, per_sms in (("tma_wgmma_n128", 128, (1, 2, 3)), ("tma_wgmma_n128_wg2", 128, (1, 2, 3)),
+                             ("tma_wgmma_n64", 64, (1, 2, 3, 4)), ("tma_wgmma_n16", 16, (1, 2, 4, 8))):
+        threads = 256 if name.endswith("_wg2") else 128
         b = torch.randn(-(-SM_COUNT * max(per_sms) // GM) * n, kt * 64, device="cuda", dtype=f16)
         a_map, b_map = TensorMap(drv, a.data_ptr(), kt * 64, a.shape[0]), TensorMap(drv, b.data_ptr(), kt * 64, b.shape[0], box_rows=n)
         for depth in (1, 2):
@@ -68,9 +73,9 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
                 # ask for the shared memory that lets exactly per_sm CTAs share an SM
                 smem = SMEM_PER_SM // per_sm - SMEM_RESERVED - STATIC_SMEM if per_sm > 1 else depth * stage_bytes(n)
                 smem = max(smem, depth * stage_bytes(n))
-                key = (n, smem)
+                key = (name, smem)
                 if key not in fns:
-                    fns[key] = drv.function(cubin, f"tma_wgmma_n{n}", smem)  # always: 48 KiB + the static 2 KiB needs it
+                    fns[key] = drv.function(cubin, name, smem)  # always: 48 KiB + the static 2 KiB needs it
                 grid = SM_COUNT * per_sm
                 for mode, (load, mma) in MODES.items():
                     cycles = torch.zeros(grid, dtype=torch.int64, device="cuda")
@@ -80,16 +85,16 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
                     def rewrite(a=a, b=b):
                         a.add_(0)
                         b.add_(0)
-                    t = T.kernel_time(torch, drv.launcher(fns[key], grid, 128, smem, stream, args), reps=reps, warmup=2,
+                    t = T.kernel_time(torch, drv.launcher(fns[key], grid, threads, smem, stream, args), reps=reps, warmup=2,
                                       before=rewrite)
                     per_k = [c / kt for c in cycles.cpu().tolist()]
                     sm_per_k = t["median"] * 1e-3 * CLOCK_GHZ * 1e9 * SM_COUNT / (grid * kt)
-                    row = {"n": n, "ctas_per_sm": per_sm, "depth": depth, "mode": mode, "grid": grid, "kt": kt,
+                    row = {"kernel": name, "n": n, "warpgroups": threads // 128, "ctas_per_sm": per_sm, "depth": depth, "mode": mode, "grid": grid, "kt": kt,
                            "smem": smem, "cta_cycles_per_k_median": round(statistics.median(per_k), 1),
                            "cta_cycles_per_k_max": round(max(per_k), 1), "sm_cycles_per_k": round(sm_per_k, 1),
                            "sm_cycles_per_k_inside": round(statistics.median(per_k) / per_sm, 1),
                            "kernel_ms": t}
-                    print(f"N {n:>3} {per_sm}/SM depth {depth} {mode:<4}: CTA {row['cta_cycles_per_k_median']:8.1f} cycles/k "
+                    print(f"{name:<19} {per_sm}/SM depth {depth} {mode:<4}: CTA {row['cta_cycles_per_k_median']:8.1f} cycles/k "
                           f"(max {row['cta_cycles_per_k_max']:8.1f}), SM {sm_per_k:7.1f} cycles/k "
                           f"({row['sm_cycles_per_k_inside']:7.1f} inside), kernel {t['median'] * 1e3:8.2f} us",
                           flush=True)

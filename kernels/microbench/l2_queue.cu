@@ -1,0 +1,52 @@
+// One small TMA load's latency while every other SM floods the L2 (issue 16: how the chip shares
+// its L2 -> shared rate among requests).  The model serves the chip's L2 as one first-come
+// first-served pipe: a load that arrives behind a burst waits for every byte ahead of it, then
+// its unloaded latency's zero-byte part.  If the L2 instead serves the SMs' requests side by
+// side, a small load behind a burst is late by its share only.
+//
+// 132 CTAs, one an SM (the host asks for most of an SM's shared memory), one thread each.  All
+// meet at a grid barrier (an atomic counter; every CTA is resident), then:
+//   CTA 0 (the probe):   spins `delay` cycles, issues one bulk load of `probe_bytes` and times
+//                        it from issue to its mbarrier wait's return;
+//   the others (flood):  when `flood` != 0, issue `loads` bulk loads of `chunk` bytes each from
+//                        their own part of `src` (in L2) onto one mbarrier, and wait for all.
+// out[0] = probe latency, out[1] = the probe's actual delay after the barrier (cycles);
+// out[2b], out[2b+1] = flooder b's cycles from the barrier to its last issue and to its last byte.
+// kernels/runner/l2_queue.py runs it.  Build (CPU machine):
+//   nvcc -cubin -arch=sm_90a -O3 -o l2_queue.sm_90a.cubin l2_queue.cu
+#include "tma_ptx.cuh"
+
+extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restrict__ src, int chunk, int loads,
+                                                           int probe_bytes, int delay, int flood,
+                                                           unsigned *counter, long long *out) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ __align__(8) uint64_t bar;
+    if (threadIdx.x != 0) return;
+    const uint32_t b = smem_addr(&bar);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    atomicAdd(counter, 1u);
+    unsigned seen = 0;
+    while (seen < gridDim.x)
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    const long long t0 = clock64();
+    if (blockIdx.x == 0) {
+        while (clock64() - t0 < delay) {
+        }
+        const long long t1 = clock64();
+        expect_tx(b, probe_bytes);
+        bulk_load(smem_addr(smem), src, probe_bytes, b);  // src[0, probe_bytes): no flooder reads it
+        wait_parity(b, 0);
+        out[0] = clock64() - t1;
+        out[1] = t1 - t0;
+        return;
+    }
+    if (!flood) return;
+    expect_tx(b, chunk * loads);
+    const char *mine = src + (size_t)blockIdx.x * loads * chunk;
+    for (int j = 0; j < loads; ++j) bulk_load(smem_addr(smem + (size_t)j * chunk), mine + (size_t)j * chunk, chunk, b);
+    const long long t1 = clock64();
+    wait_parity(b, 0);
+    out[2 * blockIdx.x] = t1 - t0;
+    out[2 * blockIdx.x + 1] = clock64() - t0;
+}

@@ -1,0 +1,84 @@
+"""A small TMA load's latency while every other SM floods the L2, on the GPU (issue 16).
+
+kernels/microbench/l2_queue.cu: 132 CTAs, one an SM; after a grid barrier CTA 0 waits ``delay``
+cycles and times one bulk load of ``probe`` bytes, while (``flood``) the 131 others each issue
+``loads`` bulk loads of ``chunk`` bytes from the L2.  With no flood the probe's latency is the
+unloaded one; with the flood it shows how long a load waits behind the bytes other SMs asked
+for first -- all of them (a first-come first-served pipe, as the model has it), or its share.
+Run on the GPU machine:
+
+    python -m kernels.runner.l2_queue --cubin B/l2_queue.sm_90a.cubin --out results.jsonl
+
+One JSON line per (probe bytes, delay, flood): the probe's latency in each of ``--reps``
+launches (median and all), the flooders' cycles to their last issue and to their last byte
+(median and max over CTAs, median over launches), and the bytes the flood asked for.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import sys
+
+from .launch_cost import Driver, cubin_bench_exit
+from .tma_stream import SM_COUNT
+
+SMEM = 200 * 1024
+"""Dynamic shared memory per CTA: more than half an SM's, so one CTA an SM (as tma_stream's SMEM_ALONE)."""
+CHUNK, LOADS = 32768, 6
+"""The flood: six 32 KiB bulk loads a flooder (192 KiB; 25 MB over 131 SMs)."""
+
+
+def measure(torch, cubin: bytes, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function(cubin, "l2_queue", SMEM)
+    src = torch.randn(SM_COUNT * LOADS * CHUNK // 2, device="cuda", dtype=torch.float16)
+    counter = torch.zeros(1, dtype=torch.int32, device="cuda")
+    out = torch.zeros(2 * SM_COUNT, dtype=torch.int64, device="cuda")
+    flood_bytes = (SM_COUNT - 1) * LOADS * CHUNK
+    rows = []
+    for probe in (2048, 16384):
+        for flood in (0, 1):
+            for delay in (0, 250, 500, 1000, 2000, 4000, 8000):
+                if not flood and delay not in (0, 1000):
+                    continue
+                lat, actual, issued, landed, landed_max = [], [], [], [], []
+                for _ in range(reps):
+                    src.add_(0)  # the whole source written just before: in L2
+                    counter.zero_()
+                    out.zero_()
+                    args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(CHUNK), ctypes.c_int(LOADS), ctypes.c_int(probe),
+                            ctypes.c_int(delay), ctypes.c_int(flood), ctypes.c_void_p(counter.data_ptr()),
+                            ctypes.c_void_p(out.data_ptr())]
+                    drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
+                    torch.cuda.synchronize()
+                    o = out.cpu().tolist()
+                    lat.append(o[0])
+                    actual.append(o[1])
+                    if flood:
+                        issued.append(statistics.median(o[2::2][1:]))
+                        landed.append(statistics.median(o[3::2][1:]))
+                        landed_max.append(max(o[3::2][1:]))
+                row = {"probe_bytes": probe, "flood": flood, "delay": delay, "chunk": CHUNK, "loads": LOADS,
+                       "flood_bytes": flood_bytes if flood else 0, "reps": reps,
+                       "probe_cycles_median": statistics.median(lat), "probe_cycles": lat,
+                       "probe_delay_median": statistics.median(actual)}
+                if flood:
+                    row.update({"flood_issued_median": statistics.median(issued),
+                                "flood_landed_median": statistics.median(landed),
+                                "flood_landed_max": statistics.median(landed_max)})
+                print(f"probe {probe:>6} B, delay {delay:>5} ({row['probe_delay_median']:>6.0f}), flood {flood}: "
+                      f"{row['probe_cycles_median']:>7.0f} cycles (range {min(lat)}-{max(lat)})"
+                      + (f"; flooders issued by {row['flood_issued_median']:.0f}, landed by {row['flood_landed_median']:.0f} "
+                         f"(max {row['flood_landed_max']:.0f})" if flood else ""), flush=True)
+                rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cubin_bench_exit("l2_queue", __doc__, argv, measure, 9, "JSON lines, one per (probe bytes, delay, flood)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

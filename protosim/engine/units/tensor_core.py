@@ -43,9 +43,9 @@ class MmaIssuers:
         """Lanes of each warp that issued MMAs (1, or 32 for an MMA every lane issued)."""
         self.rendezvous: dict[tuple[int, int, int], list[Any]] = {}
         """(role, op index) -> [warps arrived, event]: a wgmma waiting for its warpgroup."""
-        self.issuing: dict[tuple[int, int], float] = {}
-        """(role, warpgroup) -> the cycle its warps finish issuing the wgmma instructions given
-        them so far (the issue chain of :meth:`TensorCoreUnit.wgmma_issue`)."""
+        self.issuing = 0.0
+        """The cycle the CTA's warps finish issuing the wgmma instructions given them so far
+        (the issue chain of :meth:`TensorCoreUnit.wgmma_issue`)."""
 
 
 class TensorCoreUnit(Unit):
@@ -228,18 +228,20 @@ class TensorCoreUnit(Unit):
         if groups > 1:
             chain, occupancy, insts = chain / groups, occupancy / groups, -(-insts // groups)
         # Two clocks: the tensor core is held for each instruction's issue-to-issue interval
-        # (``occupancy``), while the issuing warpgroup spends its floor plus the descriptor
-        # building between instructions (``chain``: wgmma_issue_overhead) and cannot issue
-        # faster.  One warpgroup alone completes at the end of its chain; other warpgroups
-        # on the SM fill the tensor core in between (results/silicon/microbench/
-        # 2026-12-02_h200_tma_wgmma.md: 3 CTAs an SM reach 65 cycles per m64n128k16).
+        # (``occupancy``), while the CTA's issue chain spends the instruction's floor plus the
+        # descriptor building between instructions (``chain``: wgmma_issue_overhead) and
+        # cannot go faster.  A CTA completes its wgmmas at the end of its chain; other CTAs on
+        # the SM fill the tensor core in between (3 CTAs an SM reach 65 cycles per m64n128k16).
+        # One chain per CTA, not per warpgroup: two warpgroups of one CTA overlap little
+        # (84 of 8 x 24 cycles a block).  results/silicon/microbench/2026-12-02_h200_tma_wgmma.md
         now = env.now
-        issuing = self.issuers[cta].issuing
-        chain_start = max(now, issuing.get((w.role, group), 0.0))
-        chained = issuing[w.role, group] = chain_start + chain + arch.wgmma_issue_overhead * insts
+        issuers = self.issuers[cta]
+        chain_start = issuers.issuing if issuers.issuing > now else now
+        chained = issuers.issuing = chain_start + chain + arch.wgmma_issue_overhead * insts
         start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall(),
                                               chained)
-        free = max(free, chained)  # the operands are read until the last instruction is issued
+        # its instructions read the operands from the chain's start to its end at the least
+        start, free = max(start, chain_start), max(free, chained)
         op_id = self.wgmma.new_op()
         m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "wgmma", 32 * size, op.tile, op.k,
                                               *_NO_TARGET)))

@@ -332,6 +332,9 @@ class CpAsync(Op):
     bytes: int
     dst: Access
     src: str = ""
+    zero_fill: bool = False
+    """Every lane's mask is off (Triton's pipelined loads past the last k-iteration): the copy
+    writes zeros into shared memory and reads no global memory (PTX cp.async, src-size 0)."""
 
     def accesses(self) -> tuple[Access, ...]:
         return (self.dst,)

@@ -128,8 +128,12 @@ def build(cfg: PipelineConfig) -> Schedule:
         return 0 if cfg.alias_stages else t % nbuf
 
     def copies(t: int) -> list[Op]:
-        return [CpAsync(bytes=a_bytes // warps, dst=Access("a", stage(t), f"a#{t}", WARP_PART), src=f"a@{t}"), CpAsyncCommit(),
-                CpAsync(bytes=b_bytes // warps, dst=Access("b", stage(t), f"b#{t}", WARP_PART), src=f"b@{t}"), CpAsyncCommit()]
+        # a copy for a k-tile past the last is issued with its mask off: zeros, no global read
+        past = t >= cfg.k_tiles
+        return [CpAsync(bytes=a_bytes // warps, dst=Access("a", stage(t), f"a#{t}", WARP_PART), src=f"a@{t}", zero_fill=past),
+                CpAsyncCommit(),
+                CpAsync(bytes=b_bytes // warps, dst=Access("b", stage(t), f"b#{t}", WARP_PART), src=f"b@{t}", zero_fill=past),
+                CpAsyncCommit()]
 
     ops: list[Op] = []
     for t in range(S - 1):  # prologue

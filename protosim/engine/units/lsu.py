@@ -205,7 +205,11 @@ class LsuUnit(Unit):
         """The warp's share of an asynchronous global -> shared copy: timed like a thread
         copy (LSU, L2/HBM), but the warp moves on and the copy joins its open group."""
         m = self.m
-        first, done = self._global_to_shared(w, op)
+        if op.zero_fill:  # no global read: the instructions through the LSU, then the zeros land
+            issued = w.cta.sm.lsu.serve(m.env.now, lsu_cycles(op, self.arch))
+            first = done = issued + m.timing.scale(self.arch.smem_latency)
+        else:
+            first, done = self._global_to_shared(w, op)
         done += m.timing.unit_stall()  # an asynchronous unit: perturbable like TMA
         op_id = self.cp_async.new_op()
         g = self.cp_async.of(w.cta, w.who)

@@ -153,6 +153,10 @@ class Walker:
         self.per_cta_control = False
         """Such a value decided what ops run: each CTA needs a walk of its own."""
         self.env: dict[str, Any] = {}
+        self.all_false: set[str] = set()
+        """``i1`` tensors the walk knows to be false in every lane: a splat of a false ``i1``,
+        a broadcast of one, an ``andi`` with one (a pipelined copy's mask past the last
+        k-iteration).  Any other tensor may have a lane on."""
         self.poisoned: dict[str, str] = {}
         """Values with no value: a division by zero (MLIR's poison; the GPU's div/rem does not
         trap).  Triton computes a persistent loop's next tile ahead, past the last tile, so
@@ -312,7 +316,9 @@ class Walker:
             return
         typed = _ATTR_DICT.sub("", st.rest)  # an attribute such as {tt.divisibility = dense<128> : tensor<1xi32>} is no operand
         if "tensor<" in typed or "!tt.ptr" in typed.split(":")[-1]:
-            return  # tensors and pointers are not modelled
+            if st.op == "arith.andi":
+                self.mask(st)
+            return  # tensors and pointers are not modelled (but an all-false mask is)
         t = _ITYPE.search(st.rest)
         bits = _bits(t.group(2) or t.group(1)) if t else 64
         src_bits = _bits(t.group(1)) if t else 64
@@ -489,6 +495,8 @@ class Walker:
             handler(self, st)
         elif op.startswith("arith."):
             self.scalar(st)
+        elif op in _MASK_OPS:
+            self.mask(st)
         if math is not None:
             role.ops.append(math)
         if waits is not None:  # before the first op the statement emitted that is not its membar barrier
@@ -623,6 +631,25 @@ class Walker:
         self.read_by_warps(buf)
         self.ops.append(LocalLoad(bytes=max(1, self.alloc(buf).stage_bytes // 2), src=Access(buf, stage)))
 
+    def mask(self, st: Stmt) -> None:
+        """Keep :attr:`all_false` up to date for an ``i1`` tensor this statement defines."""
+        if not st.results:
+            return
+        name = self.result(st)
+        ops = _OPERAND.findall(_ATTR_DICT.sub("", st.rest))
+        if st.op == "tt.splat":
+            off = bool(ops) and _I1_TENSOR.search(st.rest) is not None and ops[0] in self.env and not self.env[ops[0]]
+            if bool(ops) and _I1_TENSOR.search(st.rest) is not None:
+                self.controls(ops[0])  # a mask that differs between CTAs: each CTA walked on its own
+        elif st.op == "tt.broadcast":
+            off = bool(ops) and ops[0] in self.all_false
+        else:  # arith.andi
+            off = any(o in self.all_false for o in ops[:2])
+        if off:
+            self.all_false.add(name)
+        else:
+            self.all_false.discard(name)
+
     def async_copy(self, st: Stmt) -> None:
         ops = self.operands(st, 2, "%pointers, %destination")
         dst = next((o for o in ops[1:] if self.is_memdesc(o)), None)
@@ -634,8 +661,10 @@ class Walker:
         if self.loop_depth:
             self.pipelined.add(buf)
         self.generic_write(buf)
+        masked = re.search(r"\bmask\s+(%[\w.#]+)", st.rest)
         self.ops.append(CpAsync(bytes=max(1, md.stage_bytes // self.role.warps),
-                                dst=Access(buf, stage, self.content(buf), WARP_PART), src=f"{buf}@{self.writes[buf] - 1}"))
+                                dst=Access(buf, stage, self.content(buf), WARP_PART), src=f"{buf}@{self.writes[buf] - 1}",
+                                zero_fill=masked is not None and masked.group(1) in self.all_false))
 
     def async_wait(self, st: Stmt) -> None:
         n = self.attr(st, r'num\s*=\s*([-+]?\d+)', "{num = N} attribute")
@@ -1000,6 +1029,10 @@ class Walker:
                     if vw is not None:
                         self.views[name] = vw
 
+
+_MASK_OPS = frozenset({"tt.splat", "tt.broadcast"})
+"""Tensor ops the walk follows only to know an all-false mask (with ``arith.andi``)."""
+_I1_TENSOR = re.compile(r"->\s*tensor<[\dx]*xi1[,>]")
 
 _HANDLERS = {
     "scf.for": Walker.loop,

@@ -10,7 +10,8 @@ TTGIR                                  schedule
 =====================================  =============================================
 ``ttg.local_alloc : () -> memdesc<S x ...>``  a buffer of S stages (an ``i64`` one: mbarriers)
 ``ttg.local_alloc %t``                 a one-stage buffer written by the warps (``SmemStore``)
-``ttg.async_copy_global_to_local``     ``CpAsync`` by every warp (its share of the tile)
+``ttg.async_copy_global_to_local``     ``CpAsync`` by every warp (its share of the tile); a zero
+                                       fill, no global read, where its mask is off in every lane
 ``ttg.async_commit_group``             ``CpAsyncCommit``
 ``ttg.async_wait {num = n}``           ``CpAsyncWait(n)``, then a CTA barrier (below)
 ``ttg.local_load``                     ``LocalLoad`` by every warp

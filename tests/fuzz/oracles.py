@@ -383,7 +383,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "global_load_wait": {"pending": (_NONNEG, False)},
     "register_math": {"fp32": (_NONNEG, False), "half_rate": (_NONNEG, False), "mufu": (_NONNEG, False),
                       "shfl": (_NONNEG, False)},
-    "cp_async": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False)},
+    "cp_async": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False), "zero_fill": (_BOOL, False)},
     "cp_async_commit": {},
     "cp_async_wait": {"n": (_NONNEG, False)},
     "local_load": {"bytes": (_POS, True), "src": (_ACCESS, True)},

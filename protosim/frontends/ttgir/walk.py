@@ -482,7 +482,11 @@ class Walker:
     def stmt(self, st: Stmt) -> None:
         op = st.op
         for r in st.results:
-            self.defined[r.split(":")[0]] = st
+            name = r.split(":")[0]
+            self.defined[name] = st
+            # a name defined again (a later iteration, another partition) is all-false only if
+            # this statement says so (mask, below)
+            self.all_false.discard(name)
         if self.inits_unsynced and op.startswith("ttng.") and op != "ttng.init_barrier":
             self.sync()  # membar: one thread's mbarrier.init, then everyone may use the barrier
             self.inits_unsynced = False
@@ -638,9 +642,10 @@ class Walker:
         name = self.result(st)
         ops = _OPERAND.findall(_ATTR_DICT.sub("", st.rest))
         if st.op == "tt.splat":
-            off = bool(ops) and _I1_TENSOR.search(st.rest) is not None and ops[0] in self.env and not self.env[ops[0]]
-            if bool(ops) and _I1_TENSOR.search(st.rest) is not None:
+            i1 = bool(ops) and _I1_TENSOR.search(st.rest) is not None
+            if i1:
                 self.controls(ops[0])  # a mask that differs between CTAs: each CTA walked on its own
+            off = i1 and ops[0] in self.env and not self.env[ops[0]]
         elif st.op == "tt.broadcast":
             off = bool(ops) and ops[0] in self.all_false
         else:  # arith.andi
@@ -661,7 +666,7 @@ class Walker:
         if self.loop_depth:
             self.pipelined.add(buf)
         self.generic_write(buf)
-        masked = re.search(r"\bmask\s+(%[\w.#]+)", st.rest)
+        masked = _MASK_OPERAND.search(st.rest)
         self.ops.append(CpAsync(bytes=max(1, md.stage_bytes // self.role.warps),
                                 dst=Access(buf, stage, self.content(buf), WARP_PART), src=f"{buf}@{self.writes[buf] - 1}",
                                 zero_fill=masked is not None and masked.group(1) in self.all_false))
@@ -1033,6 +1038,7 @@ class Walker:
 _MASK_OPS = frozenset({"tt.splat", "tt.broadcast"})
 """Tensor ops the walk follows only to know an all-false mask (with ``arith.andi``)."""
 _I1_TENSOR = re.compile(r"->\s*tensor<[\dx]*xi1[,>]")
+_MASK_OPERAND = re.compile(r"\bmask\s+(%[\w.#]+)")
 
 _HANDLERS = {
     "scf.for": Walker.loop,

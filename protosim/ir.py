@@ -142,6 +142,11 @@ class Op:
         """Every buffer access the op makes (reads and writes)."""
         return ()
 
+    def global_traffic(self) -> str | None:
+        """What this op, as given, moves to or from global memory: its class's ``global_io``
+        (a masked-off copy overrides it: it moves nothing)."""
+        return self.global_io
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MbarInit(Op):
@@ -338,6 +343,9 @@ class CpAsync(Op):
 
     def accesses(self) -> tuple[Access, ...]:
         return (self.dst,)
+
+    def global_traffic(self) -> str | None:
+        return None if self.zero_fill else "read"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,10 +32,10 @@ import sys
 from . import timing as T
 from .launch_cost import Driver, cubin_bench_exit
 from .tma_issue import TensorMap
-from .tma_stream import SM_COUNT, SMEM_PER_SM, SMEM_RESERVED
+from .tma_stream import SM_COUNT, smem_for
 
-STATIC_SMEM = 2048
-"""``cuobjdump -res-usage``: SHARED 2,048 for every tma_wgmma_n* function (the mbarriers)."""
+# ``cuobjdump -res-usage``: SHARED 2,048 for every tma_wgmma_n* function (the mbarriers), as for
+# the stream kernels, so tma_stream's smem_for sizes the co-residency here too.
 CLOCK_GHZ = 1.98
 """The H200's SM clock under load (results/silicon/microbench/2026-12-01_h200_sm_clock.md)."""
 MODES = {"load": (1, 0), "mma": (0, 1), "both": (1, 1)}
@@ -47,8 +47,13 @@ def stage_bytes(n: int) -> int:
     return 128 * 128 + n * 128
 
 
-def fits(n: int, depth: int, per_sm: int) -> bool:
-    return per_sm * (depth * stage_bytes(n) + STATIC_SMEM + SMEM_RESERVED) <= SMEM_PER_SM
+def dynamic_smem(n: int, depth: int, per_sm: int) -> int | None:
+    """The dynamic shared memory that lets exactly ``per_sm`` CTAs share an SM (one alone: what
+    its stages need); None where ``depth`` stages do not fit that many."""
+    need = depth * stage_bytes(n)
+    if per_sm == 1:
+        return need
+    return smem_for(per_sm) if need <= smem_for(per_sm) else None
 
 
 def measure(torch, cubin: bytes, reps: int) -> list[dict]:
@@ -68,11 +73,9 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
         a_map, b_map = TensorMap(drv, a.data_ptr(), kt * 64, a.shape[0]), TensorMap(drv, b.data_ptr(), kt * 64, b.shape[0], box_rows=n)
         for depth in (1, 2):
             for per_sm in per_sms:
-                if not fits(n, depth, per_sm):
+                smem = dynamic_smem(n, depth, per_sm)
+                if smem is None:
                     continue
-                # ask for the shared memory that lets exactly per_sm CTAs share an SM
-                smem = SMEM_PER_SM // per_sm - SMEM_RESERVED - STATIC_SMEM if per_sm > 1 else depth * stage_bytes(n)
-                smem = max(smem, depth * stage_bytes(n))
                 key = (name, smem)
                 if key not in fns:
                     fns[key] = drv.function(cubin, name, smem)  # always: 48 KiB + the static 2 KiB needs it

@@ -62,7 +62,7 @@ def read_sides(schedule: Schedule, arch: ArchProfile) -> dict[str, int]:
         bit = 1 << arch.l2_side(cta.index % arch.sm_count)
         for ops in cta.roles:
             for op in ops:
-                if op.global_io == "read" and not getattr(op, "zero_fill", False):
+                if op.global_traffic() == "read":
                     key = op.src or op.dst.content
                     sides[key] = sides.get(key, 0) | bit
     return sides
@@ -83,9 +83,7 @@ def resident_at_launch(schedule: Schedule, capacity: int, sides: dict[str, int] 
     for cta in schedule.ctas:
         for role, ops in zip(schedule.roles, cta.roles, strict=True):
             for op in ops:
-                io = op.global_io
-                if io == "read" and getattr(op, "zero_fill", False):
-                    continue  # a masked-off copy reads nothing
+                io = op.global_traffic()
                 if io == "read":  # keyed by the global tile it reads
                     key = op.src or op.dst.content
                     dst = getattr(op, "dst", None)  # a load into registers has none: each warp reads its share

@@ -55,7 +55,7 @@ class TensorCoreUnit(Unit):
         super().__init__(machine)
         self.issuers: dict[CtaState, MmaIssuers] = {}
         self.wgmma = GroupTable(machine, "wgmma_wait", shared=True)
-        self._shapes: dict[tuple[int, int, int, str], tuple[float, int]] = {}
+        self._shapes: dict[tuple[int, int, int, str, int], tuple[float, int, float]] = {}
 
     def handlers(self) -> dict[type[Op], Handler]:
         return {
@@ -76,30 +76,35 @@ class TensorCoreUnit(Unit):
         self.wgmma.drop(cta)
         del self.issuers[cta]  # a commit still in flight captured what it needs
 
-    def shape(self, op: Mma | Wgmma | MmaSync) -> tuple[float, int]:
-        """(occupancy, instructions) of an MMA tile op, computed once per shape.  A wgmma whose
-        descriptors are built in per-thread registers has a longer floor per instruction (the
-        R2UR moves before each: docs/semantics.md "wgmma"); one of 1-byte operands covers twice
-        the K of an f16 one (``Wgmma.operand_bytes``)."""
+    def _cycles(self, op: Mma | Wgmma | MmaSync) -> tuple[float, int, float]:
+        """(occupancy at the op's descriptor floor, instructions, occupancy at the uniform
+        floor) of an MMA tile op, computed once per shape."""
         desc = getattr(op, "descriptors", "uniform")
         width = getattr(op, "operand_bytes", 2)
         key = (op.m, op.n, op.k_elems, desc, width)
-        shape = self._shapes.get(key)
-        if shape is None:
+        entry = self._shapes.get(key)
+        if entry is None:
             floor = self.arch.wgmma_per_thread_desc_issue_min if desc == "per_thread" else None
             # the profile's instruction K is for 2-byte operands: an instruction covers 32 bytes of K
             k = -(-op.k_elems * width // 2)
-            shape = self._shapes[key] = self.arch.mma_cycles(op.m, op.n, k, floor)
-        return shape
+            occupancy, insts = self.arch.mma_cycles(op.m, op.n, k, floor)
+            uniform = occupancy if floor is None else self.arch.mma_cycles(op.m, op.n, k)[0]
+            entry = self._shapes[key] = (occupancy, insts, uniform)
+        return entry
+
+    def shape(self, op: Mma | Wgmma | MmaSync) -> tuple[float, int]:
+        """(occupancy, instructions) of an MMA tile op.  A wgmma whose descriptors are built in
+        per-thread registers has a longer floor per instruction (the R2UR moves before each:
+        docs/semantics.md "wgmma"); one of 1-byte operands covers twice the K of an f16 one
+        (``Wgmma.operand_bytes``)."""
+        occupancy, insts, _ = self._cycles(op)
+        return occupancy, insts
 
     def tensor_cycles(self, op: Wgmma) -> float:
         """Cycles a wgmma tile holds the tensor core: its instructions' issue-to-issue interval
         at the uniform-descriptor floor (``mma_issue_min``), whatever the descriptors: building
         them in per-thread registers slows the issuing warps (:meth:`shape`), not the unit."""
-        if getattr(op, "descriptors", "uniform") == "uniform":
-            return self.shape(op)[0]
-        width = getattr(op, "operand_bytes", 2)
-        return self.arch.mma_cycles(op.m, op.n, -(-op.k_elems * width // 2))[0]
+        return self._cycles(op)[2]
 
     def mma_issue_cost(self, w: WarpState, op: Mma | Wgmma) -> float:
         return self.arch.mma_thread_issue_cycles * self.shape(op)[1]

@@ -24,6 +24,9 @@ under ``<out>/triton-<version>/``:
 
 and merges one record per (version, variant, target) into ``<out>/index.json``; a
 failed compile gets a record with ``compiled: false`` and the error's first line.
+``--kernels MODULE`` takes the kernels from another module of the same shape (``KERNELS``,
+``BUILDERS``, ``VARIANTS``): ``kernels.triton.heldout`` is the held-out set, written apart
+from the reader; its records name the module (``source``) for ``corpus_run``.
 Nothing here needs a GPU or torch.
 """
 
@@ -411,12 +414,31 @@ VARIANTS = [
 ]
 
 
-def call_spec(variant: dict, cap: int) -> dict:
+THIS = __name__ if __name__ != "__main__" else "kernels.triton.corpus"
+
+
+def kernel_source(module: str | None = None):
+    """The module whose ``KERNELS``, ``BUILDERS`` and ``VARIANTS`` a corpus is made of: this one
+    by default, or another of the same shape (``kernels.triton.heldout``: kernels written apart
+    from the reader, to try it on)."""
+    if module in (None, THIS, "kernels.triton.corpus"):
+        return sys.modules[__name__]
+    import importlib
+
+    src = importlib.import_module(module)
+    missing = [n for n in ("KERNELS", "BUILDERS", "VARIANTS") if not hasattr(src, n)]
+    if missing:
+        raise SystemExit(f"{module}: no {', '.join(missing)} (a kernel source defines KERNELS, BUILDERS and VARIANTS)")
+    return src
+
+
+def call_spec(variant: dict, cap: int, src=None) -> dict:
     """The call description of a variant on a target: everything corpus_run.py needs to
     rebuild the launch (tensors with shapes, dtypes and init; the argument list in the
     kernel's parameter order; constexprs; grid; what the output should equal)."""
-    tensors, args, ce, grid, ref = BUILDERS[variant["kernel"]](variant, cap)
-    fn = KERNELS[variant["kernel"]]
+    src = src or kernel_source()
+    tensors, args, ce, grid, ref = src.BUILDERS[variant["kernel"]](variant, cap)
+    fn = src.KERNELS[variant["kernel"]]
     ce = {n: ce[n] for n in fn.arg_names if n in ce} | {n: v for n, v in ce.items() if n not in fn.arg_names}
     names = [a[0] for a in args] + list(ce)
     if names != fn.arg_names:
@@ -466,12 +488,12 @@ def specialize(spec: dict) -> tuple[dict, dict, dict]:
     return sig, constexprs, attrs
 
 
-def compile_variant(variant: dict, cap: int, spec: dict):
+def compile_variant(variant: dict, cap: int, spec: dict, kernels: dict | None = None):
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     sig, constexprs, attrs = specialize(spec)
-    src = ASTSource(fn=KERNELS[variant["kernel"]], signature=sig, constexprs=constexprs, attrs=attrs)
+    src = ASTSource(fn=(kernels or KERNELS)[variant["kernel"]], signature=sig, constexprs=constexprs, attrs=attrs)
     options = {"num_warps": variant["num_warps"], "num_stages": variant["num_stages"], "debug": False}
     return triton.compile(src, target=GPUTarget("cuda", cap, 32), options=options)
 
@@ -625,24 +647,27 @@ def silicon_notes(out: Path, file: str) -> list[str]:
     return notes
 
 
-def run(out: Path, only: str | None, verbose: bool = True) -> int:
+def run(out: Path, only: str | None, verbose: bool = True, module: str | None = None) -> int:
+    src = kernel_source(module)
     version = triton.__version__
     vdir = out / f"triton-{version}"
     vdir.mkdir(parents=True, exist_ok=True)
     records = []
-    for variant in VARIANTS:
+    for variant in src.VARIANTS:
         for cap in variant["targets"]:
             tag = f"{variant['name']}.{target_tag(cap)}"
             if only and only not in tag:
                 continue
-            spec = call_spec(variant, cap)
+            spec = call_spec(variant, cap, src)
             rec = {"file": f"triton-{version}/{tag}", "triton": version, "target": target_tag(cap), "capability": cap,
                    "kernel": variant["kernel"], "variant": variant["name"], "constexprs": spec["constexprs"],
                    "num_warps": variant["num_warps"], "num_stages": variant["num_stages"], "tensors": spec["tensors"],
                    "args": spec["args"], "grid": spec["grid"], "ctas": math.prod(spec["grid"]),
                    "reference": spec["reference"], "expected": "correct"}
+            if src is not sys.modules[__name__]:
+                rec["source"] = src.__name__  # where corpus_run imports the kernel from
             try:
-                k = compile_variant(variant, cap, spec)
+                k = compile_variant(variant, cap, spec, src.KERNELS)
             except Exception as exc:  # noqa: BLE001  (record what Triton said, go on)
                 lines = [ln for ln in f"{type(exc).__name__}: {exc}".splitlines() if ln.strip()]
                 rec.update(compiled=False, error=lines[0][:300] if lines else type(exc).__name__, notes=[])
@@ -670,11 +695,11 @@ def run(out: Path, only: str | None, verbose: bool = True) -> int:
             records.append(rec)
             if verbose:
                 print(f"{tag}: ok shared={md.get('shared')} tmem={md.get('tmem_size')} {'; '.join(notes)}", file=sys.stderr)
-    merge_index(out / "index.json", records, version, only)
+    merge_index(out / "index.json", records, version, only, src.VARIANTS)
     return 0
 
 
-def merge_index(path: Path, records: list[dict], version: str, only: str | None) -> None:
+def merge_index(path: Path, records: list[dict], version: str, only: str | None, variants: list[dict] | None = None) -> None:
     """Replace this version's records (those matching --only, if given) and keep the rest;
     order: version, then the VARIANTS order, then target."""
     old = json.loads(path.read_text()) if path.exists() else []
@@ -686,7 +711,7 @@ def merge_index(path: Path, records: list[dict], version: str, only: str | None)
         return r["file"] in new_files or not only or only in r["file"].split("/", 1)[1]
 
     keep = [r for r in old if not replaced(r)]
-    order = {v["name"]: i for i, v in enumerate(VARIANTS)}
+    order = {v["name"]: i for i, v in enumerate(variants if variants is not None else VARIANTS)}
     allr = keep + records
     allr.sort(key=lambda r: (r["triton"], order.get(r["variant"], 1 << 30), r["capability"]))
     path.write_text(json.dumps(allr, indent=1) + "\n")
@@ -697,14 +722,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="corpus folder (index.json and triton-<version>/ go there)")
     ap.add_argument("--only", metavar="SUBSTR", help="only the <variant>.<target> names containing SUBSTR")
     ap.add_argument("--list", action="store_true", help="list the <variant>.<target> names and exit")
+    ap.add_argument("--kernels", metavar="MODULE", default=None,
+                    help="take KERNELS, BUILDERS and VARIANTS from MODULE (default: this corpus's own; "
+                         "kernels.triton.heldout: the held-out set, into tests/fixtures/triton/heldout)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
     if args.list:
-        for v in VARIANTS:
+        for v in kernel_source(args.kernels).VARIANTS:
             for cap in v["targets"]:
                 print(f"{v['name']}.{target_tag(cap)}")
         return 0
-    return run(args.out, args.only, verbose=not args.quiet)
+    return run(args.out, args.only, verbose=not args.quiet, module=args.kernels)
 
 
 if __name__ == "__main__":

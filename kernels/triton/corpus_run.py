@@ -24,8 +24,10 @@ changed"}; each file is compiled with triton.compile(path) and launched with the
 that record (the TTGIR's own parameters, filled by name), in a child process with the
 timeout.
 
-Imports only torch, triton, numpy and the standard library (and the corpus's kernel
-sources, kernels/triton/corpus.py, which import triton only).
+Imports only torch, triton, numpy and the standard library (and the kernel sources a
+record names -- kernels/triton/corpus.py, or its ``source`` such as kernels/triton/heldout.py
+-- which import triton only).  A record's reference is a matmul, an attention, or (``op:
+torch``) one torch expression of its tensors that its kernel source wrote.
 """
 
 from __future__ import annotations
@@ -199,8 +201,23 @@ def build_ttgir_args(torch, rec: dict, ttgir: str, signature: dict | None, devic
     return tensors, args
 
 
+def kernel_of(rec: dict):
+    """The @triton.jit function a record was compiled from: ``KERNELS[kernel]`` of its
+    ``source`` module (the corpus's own by default; ``kernels.triton.heldout``...)."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT))
+    return importlib.import_module(rec.get("source", "kernels.triton.corpus")).KERNELS[rec["kernel"]]
+
+
 def reference(torch, rec: dict, tensors: dict):
     ref = rec["reference"]
+    if ref["op"] == "torch":
+        # A kernel source's own reference: one expression over the record's tensors, each as
+        # fp32 (with torch and math), giving the output's expected values.
+        scope = {name: t.float() for name, t in tensors.items()}
+        scope.update(torch=torch, math=math)
+        return tensors[ref["out"]], eval(ref["expr"], {"__builtins__": {}}, scope)  # noqa: S307 - our own records
     if ref["op"] == "matmul":
         a = tensors[ref["a"]].float()
         b = tensors[ref["b"]].float()
@@ -276,12 +293,9 @@ def _allocator(torch):
 def run_record(corpus: Path, rec: dict, reps: int, sleep_cycles: int) -> dict:
     import torch
 
-    sys.path.insert(0, str(ROOT))
-    from kernels.triton.corpus import KERNELS
-
     res: dict = {}
     _allocator(torch)
-    fn = KERNELS[rec["kernel"]]
+    fn = kernel_of(rec)
     tensors, args, kwargs = build_call(torch, rec, "cuda", seed=1)
     grid = tuple(int(g) for g in rec["grid"])
     k = fn.warmup(*args, grid=grid, **kwargs)  # compile only
@@ -461,12 +475,12 @@ def dry_run(args, recs: list[dict]) -> int:
     import torch
 
     sys.path.insert(0, str(ROOT))
-    from kernels.triton.corpus import KERNELS, specialize
+    from kernels.triton.corpus import specialize
 
     bad = 0
     for rec in recs:
         try:
-            fn = KERNELS[rec["kernel"]]
+            fn = kernel_of(rec)
             tensors, args_, kwargs = build_call(torch, rec, "cpu", seed=1)
             if len(args_) + len(rec["constexprs"]) != len(fn.arg_names):
                 raise ValueError(f"{len(args_)} args + {len(rec['constexprs'])} constexprs for {len(fn.arg_names)} parameters")
@@ -498,7 +512,9 @@ def _binder_check(fn, rec, args_, kwargs, specialize) -> list[str]:
     kw = {k: v for k, v in kwargs.items() if k not in ("num_warps", "num_stages")}
     _, spec, _ = binder(*args_, **kw)
     sig_jit = [s[0] for s in spec]
-    attrs_jit = {i: backend.parse_attr(s[1]) for i, s in enumerate(spec) if isinstance(s[1], str) and s[1]}
+    # a constexpr's second field is its value (a string one, ACTIVATION="relu", is not an attribute key)
+    attrs_jit = {i: backend.parse_attr(s[1]) for i, s in enumerate(spec)
+                 if s[0] != "constexpr" and isinstance(s[1], str) and s[1]}
     const_jit = {i: s[1] for i, s in enumerate(spec) if s[0] == "constexpr"}
     call = {"tensors": rec["tensors"], "args": rec["args"], "constexprs": rec["constexprs"]}
     sig, consts, attrs = specialize(call)

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from protosim.arch import load_profile
-from protosim.frontends.ttgir import TtgirError, read
+from protosim.frontends.ttgir import DEFAULT_MAX_OPS, TtgirError, read
 from protosim.verdict import judge
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "triton"
@@ -40,6 +40,11 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
+CORPORA = ("corpus", "gluon", "heldout")
+"""The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the held-out
+kernels (``kernels/triton/heldout.py``, written apart from the reader)."""
+
+
 def summary(ratios: list[float], noun: str) -> str:
     """The line under a table of predicted / measured ratios: count, median, range and mean
     absolute error."""
@@ -49,12 +54,12 @@ def summary(ratios: list[float], noun: str) -> str:
             f"mean absolute error {100 * mape:.1f}%")
 
 
-def predict(path: Path, launch: dict | None = None, n_regs: int | None = None):
+def predict(path: Path, launch: dict | None = None, n_regs: int | None = None, max_ops: int = DEFAULT_MAX_OPS):
     """The nominal verdict of the TTGIR at ``path`` (at ``launch``'s values, else its sidecar's),
     replayed as the runners measure: every CTA, the inputs in L2, and -- when the launch record
     says how many registers the compiled kernel got (``n_regs``) -- the CTAs an SM holds by them.
     Its ``timing.kernel_us`` is the prediction of a kernel-only time."""
-    schedule, _ = read(path, launch=launch)
+    schedule, _ = read(path, launch=launch, max_ops=max_ops)
     schedule = dataclasses.replace(schedule, l2_at_launch=L2_AT_LAUNCH)
     if n_regs:
         schedule = dataclasses.replace(schedule, regs_per_thread=n_regs)
@@ -65,7 +70,9 @@ def predict(path: Path, launch: dict | None = None, n_regs: int | None = None):
 def _index() -> dict[str, tuple[str, dict]]:
     """Every corpus record by its file stem: (corpus, record)."""
     index = {}
-    for corpus in ("corpus", "gluon"):
+    for corpus in CORPORA:
+        if not (FIXTURES / corpus / "index.json").exists():
+            continue
         for r in json.loads((FIXTURES / corpus / "index.json").read_text()):
             index[r["file"].removesuffix(".ttgir")] = (corpus, r)
     return index
@@ -98,7 +105,7 @@ def _measured(measured_files: list[Path]):
             yield (rec.get("file") or rec.get("record") or "").removesuffix(".ttgir"), rec
 
 
-def rows(measured_files: list[Path]) -> list[dict]:
+def rows(measured_files: list[Path], max_ops: int = DEFAULT_MAX_OPS) -> list[dict]:
     index = _index()
     out = []
     for key, rec in _measured(measured_files):
@@ -109,7 +116,7 @@ def rows(measured_files: list[Path]) -> list[dict]:
             continue
         row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec)}
         try:
-            verdict = predict(FIXTURES / corpus / f"{key}.ttgir", n_regs=rec.get("n_regs"))
+            verdict = predict(FIXTURES / corpus / f"{key}.ttgir", n_regs=rec.get("n_regs"), max_ops=max_ops)
             row["predicted_us"] = verdict.timing.kernel_us
             row["findings"] = verdict.kinds()
         except TtgirError as e:
@@ -162,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--outcomes", action="store_true", help="outcome agreement instead of timing")
     ap.add_argument("--runs", type=int, default=12, help="explore replays per kernel (--outcomes)")
+    ap.add_argument("--max-ops", type=int, default=DEFAULT_MAX_OPS,
+                    help=f"refuse a kernel whose schedule would exceed this many ops (default {DEFAULT_MAX_OPS:,})")
     args = ap.parse_args(argv)
+    if args.max_ops < 1:
+        ap.error("--max-ops: give a positive integer")
     missing = [str(p) for p in args.measured if not p.is_file()]
     if missing:
         print(f"no such file: {', '.join(missing)}", file=sys.stderr)
@@ -181,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(r["agrees"] for r in table)
         print(f"\n{n}/{len(table)} H200 outcomes are in the simulator's outcome set")
         return 0
-    table = rows(args.measured)
+    table = rows(args.measured, max_ops=args.max_ops)
     if args.json:
         for r in table:
             print(json.dumps(r))

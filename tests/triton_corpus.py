@@ -1,11 +1,12 @@
-"""The Triton and Gluon corpus (tests/fixtures/triton/{corpus,gluon}), judged by protosim.
+"""The Triton and Gluon corpus and the held-out kernels (tests/fixtures/triton/{corpus,gluon,heldout}),
+judged by protosim.
 
 Every record is real compiler output (``kernels/triton/corpus.py`` and
 ``kernels/triton/gluon_corpus.py`` regenerate them; this module needs no Triton).  For
 each one the reader either reads the kernel or refuses it naming the op; the verdict of a
 nominal replay is compared with what the record expects:
 
-* Triton corpus: ``correct`` (each ran correctly on the H200 for sm_90) -- no finding.
+* Triton corpus and held-out kernels: ``correct`` (each ran correctly on the H200 for sm_90) -- no finding.
 * Gluon corpus: the vocabulary of Triton's concurrency sanitizer (ConSan) tests, mapped
   onto protosim's finding kinds by :data:`SANITIZER_KINDS`.
 
@@ -28,7 +29,9 @@ from protosim.frontends.ttgir import TtgirError, metadata, read
 from protosim.verdict import judge
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "triton"
-CORPORA = ("corpus", "gluon")
+CORPORA = ("corpus", "gluon", "heldout")
+"""The Triton corpus, the Gluon corpus, and the held-out kernels (``kernels/triton/heldout.py``:
+written apart from the reader, each ran correctly on the H200)."""
 FORMS = ("ttgir", "alloc.mlir")
 
 RACES = {"raw_race", "raw_hazard", "war_race", "war_hazard", "unreleased_write"}

@@ -23,7 +23,9 @@ checker judges it by happens-before.
 In a single stream (no partitions), a ring buffer filled only by copies from global memory and
 read no more often than filled is paired in order instead: its n-th read means the n-th tile
 copied in (:func:`_streamed`), which is what Triton's software pipeline means -- so a copy
-aliased onto the stage being read is a hazard even where the stage holds an older tile.
+aliased onto the stage being read is a hazard even where the stage holds an older tile.  The
+pipeline's zero fills (copies past the last k-tile, masked off in every lane) are not tiles
+copied in: no read means them, and in a persistent kernel they come between tiles.
 """
 
 from __future__ import annotations
@@ -110,8 +112,9 @@ def _stream_contents(ops: list[Op], streamed: dict[str, list[str]]) -> list[Op]:
 
     out = []
     for op in ops:
-        for w in _writes(op):
-            filled[w.buffer] = filled.get(w.buffer, 0) + 1
+        if not _zero_fill(op):
+            for w in _writes(op):
+                filled[w.buffer] = filled.get(w.buffer, 0) + 1
         fields = _READ_FIELDS.get(type(op))
         if fields:
             changes = {f: tuple(tag(a) for a in getattr(op, f)) if isinstance(getattr(op, f), tuple)
@@ -119,6 +122,13 @@ def _stream_contents(ops: list[Op], streamed: dict[str, list[str]]) -> list[Op]:
             op = dataclasses.replace(op, **changes)
         out.append(op)
     return out
+
+
+def _zero_fill(op: Op) -> bool:
+    """A copy whose mask is off in every lane (Triton's pipelined copy for a k-tile past the
+    loop's end): it writes zeros that no read of the stream means.  A persistent kernel runs
+    the pipeline once per tile, so these sit between one tile's copies and the next's."""
+    return isinstance(op, CpAsync) and op.zero_fill
 
 
 def _released(roles: list[list[Op]]) -> dict[tuple[str, int, int], View]:
@@ -161,6 +171,8 @@ def _streamed(ops: list[Op], pipelined: set[str]) -> dict[str, list[str]]:
     reads: dict[str, int] = {}
     for op in ops:
         for w in _writes(op):
+            if _zero_fill(op):  # the pipeline's copy past the last k-tile: no tile a read means
+                continue
             if isinstance(op, (CpAsync, TmaLoad)):
                 fills.setdefault(w.buffer, []).append(w.content)
             else:

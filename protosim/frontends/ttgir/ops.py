@@ -13,7 +13,7 @@ _HANDLED = frozenset({*_HANDLERS, "scf.yield", "ttg.warp_yield", "ttg.warp_retur
 _IGNORED = frozenset({
     # registers only: no shared-memory access the model needs, no synchronization (tt.load and
     # tt.store, global memory through registers, are timed: protosim.frontends.ttgir.registers)
-    "tt.addptr", "tt.advance", "tt.assert", "tt.atomic_cas", "tt.atomic_rmw", "tt.bitcast", "tt.broadcast", "tt.cat",
+    "tt.addptr", "tt.advance", "tt.assert", "tt.bitcast", "tt.broadcast", "tt.cat",
     "tt.clampf", "tt.expand_dims", "tt.extern_elementwise", "tt.fp_to_fp", 
     "tt.histogram", "tt.int_to_ptr", "tt.join", "tt.make_range", "tt.make_tensor_ptr", "tt.mulhiui",
     "tt.precise_divf", "tt.precise_sqrt", "tt.print", "tt.ptr_to_int", "tt.reduce", "tt.reduce.return", "tt.reshape",

@@ -89,7 +89,8 @@ _MATH = ("arith.", "math.", "tt.reduce")
 
 _EMITS = {"ttg.async_copy_global_to_local": 1, "ttg.async_commit_group": 1, "ttg.async_wait": 2, "ttg.local_load": 1,
           "tt.dot": 1, "ttng.warp_group_dot": 2, "ttng.warp_group_dot_wait": 1, "ttng.init_barrier": 1,
-          "ttng.tmem_load": 2, "ttng.tmem_store": 2, "ttg.local_store": 1, "tt.load": 1, "tt.store": 1}
+          "ttng.tmem_load": 2, "ttng.tmem_store": 2, "ttg.local_store": 1, "tt.load": 1, "tt.store": 1,
+          "tt.atomic_rmw": 1, "tt.atomic_cas": 1}
 """Schedule ops a statement always emits (predicated ones count 0): a lower bound for a loop body."""
 
 
@@ -567,6 +568,16 @@ class Walker:
         "Global stores")."""
         size, width = self.moved(st)
         self.ops.append(GlobalStore(bytes=max(32 * width, -(-size // self.role.warps)), store_bytes=width))
+
+    def global_atomic(self, st: Stmt) -> None:
+        """``tt.atomic_rmw`` / ``tt.atomic_cas``: timed as the ``st.global`` of the same tensor
+        (``atom.global...v4.f32`` for a ``[1, 4]`` fp32 layout in Triton's PTX).  On the H200 an
+        fp32 tile's atomic add into lines in L2 retires at 0.8-0.85x the rate of the same tile's
+        store, a tile's atomics into lines not in L2 at ~0.35x (each reads its line from DRAM
+        first): results/silicon/microbench/2026-12-02_h200_atomic_rate.md.  Charged as the
+        store: the difference is not modelled.  The old value it returns is not waited for
+        (nothing the model times reads it)."""
+        self.global_store(st)
 
     def moved(self, st: Stmt) -> tuple[int, int]:
         got = moved(st.rest.rsplit(" : ", 1)[-1], self.mod.layouts)
@@ -1055,6 +1066,8 @@ _HANDLERS = {
     "ttg.async_commit_group": lambda w, st: w.ops.append(CpAsyncCommit()),
     "tt.load": Walker.global_load,
     "tt.store": Walker.global_store,
+    "tt.atomic_rmw": Walker.global_atomic,
+    "tt.atomic_cas": Walker.global_atomic,
     "ttg.async_wait": Walker.async_wait,
     "gpu.barrier": Walker.barrier,
     "ttg.barrier": Walker.barrier,

@@ -379,11 +379,12 @@ def _load_ttgir(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
     ``<name>.launch.json`` beside it).  The description compares the shared memory the
     IR allocates with the ``shared`` field of the compiled kernel's metadata
     (``<name>.json`` beside it), when there is one."""
-    from protosim.frontends.ttgir import TtgirError, metadata_shared, read
+    from protosim.frontends.ttgir import TtgirError, metadata, metadata_shared, read
 
     try:
         schedule, mod = read(path, max_ops=max_ops)
         meta = metadata_shared(path)
+        spills = (metadata(path) or {}).get("n_spills")
         validate_for(schedule, load_profile(schedule.arch))
     except TtgirError as e:
         raise ScenarioError(path, "ttgir", str(e).split(": ", 1)[-1]) from None
@@ -404,6 +405,9 @@ def _load_ttgir(path: Path, max_ops: int = DEFAULT_MAX_OPS) -> Scenario:
                  "timed as the one placeholder HGMMA.64x8x16 it keeps (docs/triton.md)")
     if schedule.regs_per_thread:
         desc += f"; {schedule.regs_per_thread} registers a thread (the metadata's n_regs) bound the CTAs an SM holds"
+    if spills:
+        desc += (f"; ptxas spilled {spills} registers a thread to local memory (the metadata's n_spills): the replay "
+                 "does not time spill traffic, so expect the kernel slower than predicted (docs/triton.md \"Timing\")")
     return Scenario(path=path, name=path.stem, description=desc, builder="ttgir", config=None,
                     schedule_json=to_json(schedule), built=schedule)
 

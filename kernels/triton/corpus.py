@@ -16,7 +16,8 @@ of 16 get ``tt.divisibility = 16``, integers equal to 1 become constexprs), and 
 under ``<out>/triton-<version>/``:
 
     <name>.<target>.ttgir        kernel.asm["ttgir"], as Triton printed it
-    <name>.<target>.json         the compiled kernel's metadata (JSON-able fields)
+    <name>.<target>.json         the compiled kernel's metadata (JSON-able fields), with n_regs and
+                                 n_spills read off its cubin (cuobjdump -res-usage: REG, STACK / 4)
     <name>.<target>.launch.json  the integer arguments that survive in the TTGIR, and ctas
     <name>.<target>.alloc.mlir   the TTGIR after Triton's own shared/tensor-memory
                                  allocation passes (and membar where the version exposes
@@ -498,6 +499,27 @@ def compile_variant(variant: dict, cap: int, spec: dict, kernels: dict | None = 
     return triton.compile(src, target=GPUTarget("cuda", cap, 32), options=options)
 
 
+def ptxas_usage(kernel) -> dict:
+    """What ptxas gave the compiled kernel, read on the CPU from its cubin with the ``cuobjdump``
+    Triton ships (``cuobjdump -res-usage``): ``n_regs`` (REG) and ``n_spills`` (STACK / 4), the
+    numbers the driver reports as ``kernel.n_regs`` / ``kernel.n_spills`` once it loads the kernel
+    (equal on the held-out kernels run on the H200).  Empty when there is no cubin or no tool."""
+    import subprocess
+    import tempfile
+
+    from kernels.toolchain.sass import find_cuobjdump
+
+    cubin, tool = kernel.asm.get("cubin"), find_cuobjdump()
+    if not cubin or tool is None:
+        return {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        text = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True, check=True).stdout
+    regs, stack = re.search(r"REG:(\d+)", text), re.search(r"STACK:(\d+)", text)
+    return {**({"n_regs": int(regs.group(1))} if regs else {}), **({"n_spills": int(stack.group(1)) // 4} if stack else {})}
+
+
 def metadata(kernel) -> dict:
     md = kernel.metadata
     d = md._asdict() if hasattr(md, "_asdict") else dict(vars(md))
@@ -666,6 +688,8 @@ def run(out: Path, only: str | None, verbose: bool = True, module: str | None = 
                    "reference": spec["reference"], "expected": "correct"}
             if src is not sys.modules[__name__]:
                 rec["source"] = src.__name__  # where corpus_run imports the kernel from
+            if getattr(src, "flops", None) and src.flops(variant):
+                rec["flops"] = src.flops(variant)  # the roof check's numerator (predicted_vs_measured)
             try:
                 k = compile_variant(variant, cap, spec, src.KERNELS)
             except Exception as exc:  # noqa: BLE001  (record what Triton said, go on)
@@ -676,7 +700,7 @@ def run(out: Path, only: str | None, verbose: bool = True, module: str | None = 
                     print(f"{tag}: compile failed: {rec['error']}", file=sys.stderr)
                 continue
             ttgir = k.asm["ttgir"]
-            md = metadata(k)
+            md = {**metadata(k), **ptxas_usage(k)}
             base = vdir / tag
             base.with_name(tag + ".ttgir").write_text(ttgir)
             base.with_name(tag + ".json").write_text(json.dumps(md, indent=1, sort_keys=True) + "\n")

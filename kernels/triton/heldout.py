@@ -617,3 +617,11 @@ VARIANTS = [
     _v("ho_skinny_m32_32x16384x4096_32x128x128_w4_s3", "skinny_linear", 4, 3, M=32, N=16384, K=4096,
        **_tile(32, 128, 128)),
 ]
+
+
+def flops(variant: dict) -> float | None:
+    """Multiply-add FLOPs of a matmul variant (2 M N K, times its batch), for the roof check of
+    kernels/triton/predicted_vs_measured.py; None for the others."""
+    if {"M", "N", "K"} <= variant.keys():
+        return 2.0 * variant["M"] * variant["N"] * variant["K"] * variant.get("BATCH", 1)
+    return None

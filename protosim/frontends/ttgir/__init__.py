@@ -211,7 +211,9 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
         regs_per_thread=meta.get("n_regs") or 0,
         config={"source": str(path), "target": mod.target, "num_warps": mod.num_warps, "launch": launch,
                 "walks": len(walkers),
-                "shared_bytes": mod.shared_bytes, "shared_source": mod.shared_source},
+                "shared_bytes": mod.shared_bytes, "shared_source": mod.shared_source,
+                # registers ptxas spilled to local memory: traffic the replay does not time
+                **({"n_spills": meta["n_spills"]} if meta.get("n_spills") else {})},
     )
     try:
         validate(schedule)

@@ -159,6 +159,11 @@ def _metadata(path: Path) -> tuple[Path, dict[str, Any]] | None:
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 255:
             raise TtgirError(f"{path}: metadata {side}: n_regs = {v!r}: registers per thread are an integer from 1 "
                              "to 255 (the compiled kernel's n_regs); fix it or remove the field")
+    if data.get("n_spills") is not None:  # a runner's kernel.n_spills, or cuobjdump's STACK / 4 (kernels/triton/corpus.py)
+        v = data["n_spills"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise TtgirError(f"{path}: metadata {side}: n_spills = {v!r}: registers spilled per thread are an integer "
+                             ">= 0 (the compiled kernel's n_spills); fix it or remove the field")
     return side, data
 
 

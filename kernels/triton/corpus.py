@@ -706,6 +706,8 @@ def run(out: Path, only: str | None, verbose: bool = True, module: str | None = 
             base.with_name(tag + ".json").write_text(json.dumps(md, indent=1, sort_keys=True) + "\n")
             launch = ttgir_launch_ints(ttgir, spec)
             launch["ctas"] = rec["ctas"]
+            if any(g > 1 for g in spec["grid"][1:]):  # a 2-D/3-D grid: the program ids the reader gives each CTA
+                launch["grid"] = spec["grid"]
             base.with_name(tag + ".launch.json").write_text(json.dumps(launch) + "\n")
             notes = notes_for(variant, cap, ttgir, md) + silicon_notes(out, rec["file"])
             try:

@@ -57,6 +57,8 @@ refused before it is unrolled.
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -143,6 +145,12 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     check_launch(mod, from_file, f"launch file {side}")
     if launch is not None:
         check_launch(mod, launch, "the launch given to read()")
+    if launch is not None and "ctas" in launch and "grid" not in launch and "grid" in from_file:
+        # fewer CTAs than the file's grid: the first ones of it, each with its own program ids
+        whole = math.prod(from_file["grid"])
+        if launch["ctas"] > whole:
+            raise TtgirError(f"{path}: ctas = {launch['ctas']:,} given to read(), but {side} launches the grid "
+                             f"{from_file['grid']} ({whole:,} CTAs): give a grid too, or at most {whole:,} ctas")
     launch = {**from_file, **(launch or {})}
     check_metadata(mod, path)
     meta = metadata(path) or {}
@@ -170,9 +178,12 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     walker.run(mod.body)
     walkers = [walker]
     if walker.per_cta_control and ctas > 1:  # a persistent kernel: each CTA's loop depends on its program id
-        for cta in range(1, ctas):
-            walkers.append(Walker(mod, launch, max_ops=max_ops, ctas=ctas, launch_name=launch_name, grid=grid, cta=cta))
+        walkers = []  # CTA 0 again, keying its reads by its own values as every other CTA's walk does
+        for cta in range(ctas):
+            walkers.append(Walker(mod, launch, max_ops=max_ops, ctas=ctas, launch_name=launch_name, grid=grid, cta=cta,
+                                  exact_keys=True))
             walkers[-1].run(mod.body)
+        walker = walkers[0]
     if not walker.op_count:
         raise TtgirError(f"{path}: @{mod.func} has no op the reader models (shared-memory copies and loads, MMAs, "
                          "mbarriers) with this launch: nothing to judge")
@@ -199,6 +210,8 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     # name the tile it corrupts (the schedule's outcome is derived from those tiles).
     programs = [tuple(tuple(dataclasses.replace(op, tile=(i, 0)) for op in ops) for ops in per_walk[i % len(per_walk)])
                 for i in range(ctas)]
+    if len(walkers) == 1 and ctas > 1:
+        programs = _rekeyed(programs, walker)
     schedule = Schedule(
         name=f"ttgir:{mod.func}",
         arch=arch,
@@ -221,6 +234,28 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
         raise TtgirError(f"{path}: the schedule read from it is inconsistent ({e}); the TTGIR is hand-edited past "
                          "what the reader checks -- please report it") from None
     return schedule, mod
+
+
+def _rekeyed(programs: list, walker) -> list:
+    """Each CTA's global reads keyed with its own program id's values (``Walker.global_key``):
+    one walk, CTA 0's, stands for every CTA, so the per-CTA scalars in a key are re-evaluated
+    for each (``Walker.values_for``).  Keys without such scalars are the same in every CTA."""
+    keyed = {op.src for ops in programs[0] for op in ops if isinstance(getattr(op, "src", None), str) and "|" in op.src}
+    if not keyed:
+        return programs
+    names = {pair.split("=", 1)[0] for key in keyed for pair in key.split("|", 1)[1].split(",")}
+    out = [programs[0]]
+    for i in range(1, len(programs)):
+        values = walker.values_for(i, names)
+
+        def rekey(key: str) -> str:
+            base, tail = key.split("|", 1)
+            return base + "|" + ",".join(f"{n}={values[n]}" for n in (p.split("=", 1)[0] for p in tail.split(",")))
+
+        out.append(tuple(tuple(dataclasses.replace(op, src=rekey(op.src)) if getattr(op, "src", None) in keyed else op
+                               for op in ops)
+                         for ops in programs[i]))
+    return out
 
 
 def _tmem_columns(mod: Ttgir, tmem: list) -> int:

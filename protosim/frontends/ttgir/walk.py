@@ -141,7 +141,8 @@ class Walker:
     program id only moves its global addresses), so one walk serves all."""
 
     def __init__(self, mod: Ttgir, launch: dict[str, Any], max_ops: int = DEFAULT_MAX_OPS, ctas: int = 1,
-                 launch_name: str = "the launch file", grid: tuple[int, int, int] | None = None, cta: int = 0):
+                 launch_name: str = "the launch file", grid: tuple[int, int, int] | None = None, cta: int = 0,
+                 exact_keys: bool = False):
         self.mod = mod
         self.grid = grid or (ctas, 1, 1)
         gx, gy, _ = self.grid
@@ -153,6 +154,20 @@ class Walker:
         """Buffers a copy from global memory fills inside a loop: Triton's pipelined rings."""
         self.per_cta_control = False
         """Such a value decided what ops run: each CTA needs a walk of its own."""
+        self.exact_keys = exact_keys
+        """Each CTA is walked on its own (``read`` sets this for all of a persistent launch's walks):
+        a read's key takes its coordinates' own values, nothing is re-keyed per CTA."""
+        self.loop_defined: set[str] = set()
+        """Names defined inside a loop (iter_args, induction variables, the body's results)."""
+        self.aliases: set[str] = set()
+        """``warp_specialize`` partitions' arguments: each names a value captured from outside."""
+        self.carried_from: dict[str, tuple[str, ...]] = {}
+        """A loop's iter_arg or result -> the values it takes (its init, the yielded value)."""
+        self._roots: dict[str, tuple[str, ...]] = {}
+        self._env_of: dict[str, Any] = {}
+        """A root's value in this walk (``name@line`` -> value), taken when it was found."""
+        self.recipes: dict[str, tuple[str, dict[str, Stmt], dict[str, str], dict[str, Any]]] = {}
+        """A root -> how to compute it for another CTA (:meth:`recipe`)."""
         self.env: dict[str, Any] = {}
         self.all_false: set[str] = set()
         """``i1`` tensors the walk knows to be false in every lane: a splat of a false ``i1``,
@@ -418,6 +433,135 @@ class Walker:
         self.writes[buf] = n + 1
         return f"{buf}#{n}"
 
+    # -- which global data a read is: the L2 model's key --------------------------
+    def roots(self, token: str) -> tuple[str, ...]:
+        """The scalars computed from a program id, outside any loop, that ``token`` (a pointer
+        tensor, a TMA coordinate or descriptor) is computed from, each as ``name@line`` (names
+        repeat across ``warp_specialize`` partitions): the walk follows the definition back
+        through tensor and scalar ops, loop-carried values and partition arguments and stops at
+        each such scalar (one defined in a loop may change each iteration: it goes on to what
+        that is made of).  Each root's recipe -- how to compute it again for another CTA -- is
+        taken now, while its definitions are the ones in scope (:meth:`values_for`)."""
+        memo = self._roots.get(token)
+        if memo is not None:
+            return memo
+        found: set[str] = set()
+        seen: set[str] = set()
+        stack = [token]
+        while stack:
+            t = stack.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            d = self.defined.get(t.split("#")[0])
+            if t in self.per_cta and t in self.env and t not in self.loop_defined and t not in self.aliases \
+                    and d is not None:
+                uid = f"{t}@{d.line}"
+                found.add(uid)
+                self._env_of.setdefault(uid, self.env[t])
+                if uid not in self.recipes:
+                    self.recipes[uid] = self.recipe(t)
+                continue
+            if d is not None:
+                stack.extend(_OPERAND.findall(operand_head(d.rest)))
+            stack.extend(self.carried_from.get(t, ()))
+        memo = self._roots[token] = tuple(sorted(found))
+        return memo
+
+    def recipe(self, name: str) -> tuple[str, dict[str, Stmt], dict[str, str], dict[str, Any]]:
+        """How per-CTA scalar ``name`` is computed, as the walk sees it now: the definitions of
+        it and of the per-CTA values it is made of, partition arguments as the values they
+        capture, and the values of everything else it reads (constants, launch arguments)."""
+        defs: dict[str, Stmt] = {}
+        alias: dict[str, str] = {}
+        consts: dict[str, Any] = {}
+        stack = [name]
+        while stack:
+            t = stack.pop()
+            if t in defs or t in alias or t in consts:
+                continue
+            if t in self.aliases and self.carried_from.get(t):
+                alias[t] = self.carried_from[t][0]
+                stack.append(alias[t])
+                continue
+            d = self.defined.get(t.split("#")[0])
+            if t in self.per_cta and d is not None and d.op in _RECOMPUTE:
+                defs[t] = d
+                stack.extend(_OPERAND.findall(operand_head(d.rest)))
+            elif t in self.env:
+                consts[t] = self.env[t]
+        return name, defs, alias, consts
+
+    def global_key(self, base: str, tokens: list[str]) -> str:
+        """The L2 model's key for a read: ``base`` (the buffer and its write number, the n-th
+        read of a load site, a TMA tile's coordinates) names the same data in every CTA *unless*
+        its address depends on the program id; then the values of the per-CTA scalars it is
+        computed from join the key (``a@3|%offs_am@52=128``): two CTAs of one row of a GEMM's
+        tiles read the same A panel, the decode GEMM's CTAs each their own slice of the weight.
+        Every CTA of a launch walked once is re-keyed with its own values by
+        ``protosim.frontends.ttgir._rekeyed``."""
+        roots = sorted({r for t in tokens for r in self.roots(t)})
+        if not roots:
+            return base
+        return base + "|" + ",".join(f"{r}={self._env_of[r]}" for r in roots)
+
+    def tma_key(self, tokens: list[str], content: str) -> str:
+        """A TMA load's key: its descriptor and coordinates, ``a_desc[0,64]`` -- the global tile
+        itself, whichever CTA reads it and whenever (a persistent kernel's CTAs read one A panel at
+        different points of their loops).  A coordinate computed from the program id joins as a
+        per-CTA value (:meth:`global_key`); one the walk cannot evaluate leaves the old key, the
+        destination's content (the n-th write into the buffer)."""
+        desc, coords = tokens[0], tokens[1:]
+        if not all(t in self.env for t in coords):
+            return self.global_key(content, tokens)
+        if self.exact_keys:  # this walk is this CTA's own: its coordinates' values are the tile
+            return self.global_key(f"{desc.lstrip('%')}[{','.join(str(self.env[t]) for t in coords)}]", [desc])
+        # one walk for every CTA: a coordinate computed from the program id outside the loops is
+        # the CTA's (a root, re-keyed per CTA); one changing in a loop keeps this walk's value
+        # next to the roots it is made of (a K/V tile: this iteration's offset, the CTA's head)
+        fixed = ",".join("*" if t in self.per_cta and t not in self.loop_defined else str(self.env[t]) for t in coords)
+        return self.global_key(f"{desc.lstrip('%')}[{fixed}]", tokens)
+
+    def values_for(self, cta: int, uids: set[str]) -> dict[str, Any]:
+        """What the per-CTA scalars ``uids`` (``name@line``, :meth:`roots`) hold in CTA ``cta`` of
+        a launch this walk stands for: each recipe run again with that CTA's program ids, by the
+        walk's own scalar rules.  A value it cannot compute keeps the CTA's index, so that it
+        names that CTA's data alone."""
+        gx, gy, _ = self.grid
+        pid = (cta % gx, cta // gx % gy, cta // (gx * gy))
+        saved = (self.env, self.pid, self.per_cta, self.per_cta_control, self.poisoned)
+        out: dict[str, Any] = {}
+        try:
+            self.pid = pid
+            for uid in uids:
+                name, defs, alias, consts = self.recipes[uid]
+                self.env, self.per_cta, self.poisoned = dict(consts), set(), {}
+                self.per_cta_control = False
+
+                def compute(t: str) -> None:
+                    if t in self.env:
+                        return
+                    if t in alias:
+                        compute(alias[t])
+                        if alias[t] in self.env:
+                            self.env[t] = self.env[alias[t]]
+                        return
+                    d = defs.get(t)
+                    if d is None:
+                        return
+                    for o in _OPERAND.findall(operand_head(d.rest)):
+                        compute(o)
+                    if d.op == "tt.get_program_id":
+                        self.program_id(d)
+                    else:
+                        self.scalar(d)
+
+                compute(name)
+                out[uid] = self.env.get(name, f"cta{cta}")
+        finally:
+            self.env, self.pid, self.per_cta, self.per_cta_control, self.poisoned = saved
+        return out
+
     def access(self, token: str, st: Stmt, write: bool = False, part: int | None = None) -> Access:
         buf, stage, cols = self.view_of(token, st)
         return Access(buf, stage, self.content(buf) if write else "", part, columns=cols)
@@ -485,6 +629,8 @@ class Walker:
         for r in st.results:
             name = r.split(":")[0]
             self.defined[name] = st
+            if self.loop_depth:
+                self.loop_defined.add(name)
             # a name defined again (a later iteration, another partition) is all-false only if
             # this statement says so (mask, below)
             self.all_false.discard(name)
@@ -559,7 +705,9 @@ class Walker:
         role = self.role
         n = role.loads.get(site, 0)
         role.loads[site] = n + 1
-        role.ops.append(GlobalLoad(bytes=max(32 * width, -(-size // role.warps)), load_bytes=width, src=f"{site}@{n}"))
+        pointer = _OPERAND.findall(st.rest.split(" : ")[0])[:1]
+        role.ops.append(GlobalLoad(bytes=max(32 * width, -(-size // role.warps)), load_bytes=width,
+                                   src=self.global_key(f"{site}@{n}", pointer)))
         role.loading[name] = role.loaded
         role.loaded += 1
 
@@ -678,8 +826,10 @@ class Walker:
             self.pipelined.add(buf)
         self.generic_write(buf)
         masked = _MASK_OPERAND.search(st.rest)
+        content = self.content(buf)
         self.ops.append(CpAsync(bytes=max(1, md.stage_bytes // self.role.warps),
-                                dst=Access(buf, stage, self.content(buf), WARP_PART), src=f"{buf}@{self.writes[buf] - 1}",
+                                dst=Access(buf, stage, content, WARP_PART),
+                                src=self.global_key(f"{buf}@{self.writes[buf] - 1}", ops[:1]),
                                 zero_fill=masked is not None and masked.group(1) in self.all_false))
 
     def async_wait(self, st: Stmt) -> None:
@@ -873,8 +1023,10 @@ class Walker:
             md = self.alloc(buf)
             if self.loop_depth:
                 self.pipelined.add(buf)
-            self.ops.append(TmaLoad(barrier=name, use=self.role.uses.last(name), bytes=md.stage_bytes,
-                                    dst=self.access(dst, st, write=True), issuer="one"))
+            access = self.access(dst, st, write=True)
+            # the descriptor and its coordinates: what decides which global tile this is
+            self.ops.append(TmaLoad(barrier=name, use=self.role.uses.last(name), bytes=md.stage_bytes, dst=access,
+                                    src=self.tma_key(ops[:ops.index(dst)], access.content), issuer="one"))
 
     def tma_store(self, st: Stmt) -> None:
         ops = self.operands(st, 2, "%descriptor[coordinates] %source")
@@ -948,6 +1100,8 @@ class Walker:
             outer = (dict(self.env), dict(self.views), set(self.per_cta), dict(self.poisoned))
             for arg, cap in zip(region.args, captured, strict=False):
                 self.copy_taint(arg, cap)
+                self.carried_from[arg] = (cap,)  # a partition's argument is the value it captures
+                self.aliases.add(arg)
                 if cap in self.env:
                     self.env[arg] = self.env[cap]
                 if cap in self.views:
@@ -976,6 +1130,7 @@ class Walker:
         if not m:
             raise self.err(st, "cannot read this scf.for header (%iv = %lb to %ub step %step)")
         iv, lb, ub, step = m.group(1), *(self.value(t, st) for t in m.group(2, 3, 4))
+        self.copy_taint(iv, *m.group(2, 3, 4))  # a persistent loop's tile index differs between CTAs
         if step <= 0:
             why = "a loop of step 0 never ends" if step == 0 else "scf.for is undefined for a negative step"
             raise self.err(st, f"scf.for step {m.group(4)} = {step} with this launch: {why}; the step must be positive "
@@ -1002,6 +1157,16 @@ class Walker:
         body = [s for s in st.body if s.op != "scf.yield"]
         y = next((s for s in st.body if s.op == "scf.yield"), None)
         sources = [init for _, init in carried]
+        static_yield = _OPERAND.findall(operand_head(y.rest)) if y else []
+        base = st.results[0].split(":")[0] if st.results else None
+        self.loop_defined.add(iv)
+        for j, (name, init) in enumerate(carried):  # for global_key: where each carried value comes from
+            self.loop_defined.add(name)
+            came = (init, static_yield[j]) if j < len(static_yield) else (init,)
+            self.carried_from[name] = came
+            if base is not None:
+                for r in ([base] if j == 0 else []) + [f"{base}#{j}"]:
+                    self.carried_from[r] = came
         i = lb
         while i < ub:
             self.iterations += 1
@@ -1045,6 +1210,12 @@ class Walker:
                     if vw is not None:
                         self.views[name] = vw
 
+
+_RECOMPUTE = frozenset({"tt.get_program_id", "arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
+                        "arith.remsi", "arith.remui", "arith.andi", "arith.ori", "arith.xori", "arith.maxsi",
+                        "arith.minsi", "arith.ceildivsi", "arith.floordivsi", "arith.cmpi", "arith.select",
+                        "arith.extsi", "arith.extui", "arith.index_cast", "arith.index_castui", "arith.trunci"})
+"""The scalar ops a per-CTA value can be computed again from, for another CTA (``Walker.values_for``)."""
 
 _MASK_OPS = frozenset({"tt.splat", "tt.broadcast"})
 """Tensor ops the walk follows only to know an all-false mask (with ``arith.andi``)."""

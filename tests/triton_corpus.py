@@ -29,9 +29,9 @@ from protosim.frontends.ttgir import TtgirError, metadata, read
 from protosim.verdict import judge
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "triton"
-CORPORA = ("corpus", "gluon", "heldout")
-"""The Triton corpus, the Gluon corpus, and the held-out kernels (``kernels/triton/heldout.py``:
-written apart from the reader, each ran correctly on the H200)."""
+CORPORA = ("corpus", "gluon", "heldout", "heldout2")
+"""The Triton corpus, the Gluon corpus, and the two held-out sets (``kernels/triton/heldout.py``,
+``heldout2.py``: written apart from the reader, each kernel ran correctly on the H200)."""
 FORMS = ("ttgir", "alloc.mlir")
 
 RACES = {"raw_race", "raw_hazard", "war_race", "war_hazard", "unreleased_write"}

@@ -210,12 +210,14 @@ def kernel_of(rec: dict):
     return importlib.import_module(rec.get("source", "kernels.triton.corpus")).KERNELS[rec["kernel"]]
 
 
-def reference(torch, rec: dict, tensors: dict):
+def reference(torch, rec: dict, tensors: dict, before: dict | None = None):
+    """(the kernel's output, what it should be).  ``before``: the tensors as they were before the
+    launch (a kernel that reads its output, ``C = alpha A B + beta C``, is checked against them)."""
     ref = rec["reference"]
     if ref["op"] == "torch":
         # A kernel source's own reference: one expression over the record's tensors, each as
         # fp32 (with torch and math), giving the output's expected values.
-        scope = {name: t.float() for name, t in tensors.items()}
+        scope = {name: t.float() for name, t in (before or tensors).items()}
         scope.update(torch=torch, math=math)
         return tensors[ref["out"]], eval(ref["expr"], {"__builtins__": {}}, scope)  # noqa: S307 - our own records
     if ref["op"] == "matmul":
@@ -242,8 +244,8 @@ def tolerance(rec: dict) -> float:
     return 3e-2 if ("bfloat16" in dts or any("float8" in d for d in dts)) else 1e-2
 
 
-def check(torch, rec: dict, tensors: dict) -> tuple[str, float, dict]:
-    out, ref = reference(torch, rec, tensors)
+def check(torch, rec: dict, tensors: dict, before: dict | None = None) -> tuple[str, float, dict]:
+    out, ref = reference(torch, rec, tensors, before)
     out = out.float()
     finite = torch.isfinite(out)
     detail = {"elements": out.numel(), "nonfinite": int((~finite).sum())}
@@ -300,6 +302,9 @@ def run_record(corpus: Path, rec: dict, reps: int, sleep_cycles: int) -> dict:
     grid = tuple(int(g) for g in rec["grid"])
     k = fn.warmup(*args, grid=grid, **kwargs)  # compile only
     print(READY_TAG, flush=True)
+    # what a kernel that reads its output (beta C) reads: the reference is computed from it
+    reads_output = rec["reference"].get("op") == "torch" and rec["tensors"][rec["reference"]["out"]]["init"] != "nan"
+    before = {n: t.clone() for n, t in tensors.items()} if reads_output else None
     k = fn[grid](*args, **kwargs)
     torch.cuda.synchronize()
     saved = (corpus / (rec["file"] + ".ttgir")).read_text()
@@ -312,7 +317,7 @@ def run_record(corpus: Path, rec: dict, reps: int, sleep_cycles: int) -> dict:
     # What ptxas gave the kernel (the driver's numbers once loaded): registers set how many CTAs
     # an SM holds; spills are local-memory traffic the TTGIR does not show.
     res["n_regs"], res["n_spills"] = getattr(k, "n_regs", None), getattr(k, "n_spills", None)
-    res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors)
+    res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors, before)
     res["kernel_us"], host = time_launches(torch, lambda: fn[grid](*args, **kwargs), reps, sleep_cycles)
     res["host_us"] = host
     return res
@@ -335,7 +340,7 @@ def run_edit(corpus: Path, ttgir_path: Path, rec: dict, reps: int, sleep_cycles:
     print(READY_TAG, flush=True)
     k[grid](*args)
     torch.cuda.synchronize()
-    res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors)
+    res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors, before)
     res["kernel_us"], res["host_us"] = time_launches(torch, lambda: k[grid](*args), reps, sleep_cycles)
     return res
 

@@ -40,9 +40,9 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
-CORPORA = ("corpus", "gluon", "heldout")
-"""The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the held-out
-kernels (``kernels/triton/heldout.py``, written apart from the reader)."""
+CORPORA = ("corpus", "gluon", "heldout", "heldout2")
+"""The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the two held-out
+sets (``kernels/triton/heldout.py``, ``heldout2.py``: written apart from the reader)."""
 
 
 def summary(ratios: list[float], noun: str) -> str:

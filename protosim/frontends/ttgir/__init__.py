@@ -57,9 +57,8 @@ refused before it is unrolled.
 
 from __future__ import annotations
 
-import math
-
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -240,21 +239,21 @@ def _rekeyed(programs: list, walker) -> list:
     """Each CTA's global reads keyed with its own program id's values (``Walker.global_key``):
     one walk, CTA 0's, stands for every CTA, so the per-CTA scalars in a key are re-evaluated
     for each (``Walker.values_for``).  Keys without such scalars are the same in every CTA."""
-    keyed = {op.src for ops in programs[0] for op in ops if isinstance(getattr(op, "src", None), str) and "|" in op.src}
-    if not keyed:
+    spots = [(r, j) for r, ops in enumerate(programs[0]) for j, op in enumerate(ops)
+             if isinstance(getattr(op, "src", None), str) and "|" in op.src]
+    if not spots:
         return programs
-    names = {pair.split("=", 1)[0] for key in keyed for pair in key.split("|", 1)[1].split(",")}
+    names = {pair.split("=", 1)[0] for r, j in spots for pair in programs[0][r][j].src.split("|", 1)[1].split(",")}
     out = [programs[0]]
     for i in range(1, len(programs)):
         values = walker.values_for(i, names)
-
-        def rekey(key: str) -> str:
-            base, tail = key.split("|", 1)
-            return base + "|" + ",".join(f"{n}={values[n]}" for n in (p.split("=", 1)[0] for p in tail.split(",")))
-
-        out.append(tuple(tuple(dataclasses.replace(op, src=rekey(op.src)) if getattr(op, "src", None) in keyed else op
-                               for op in ops)
-                         for ops in programs[i]))
+        roles = [list(ops) for ops in programs[i]]
+        for r, j in spots:
+            op = roles[r][j]
+            base, tail = op.src.split("|", 1)
+            key = base + "|" + ",".join(f"{n}={values[n]}" for n in (p.split("=", 1)[0] for p in tail.split(",")))
+            roles[r][j] = dataclasses.replace(op, src=key)
+        out.append(tuple(tuple(ops) for ops in roles))
     return out
 
 

@@ -755,6 +755,12 @@ def judge_launch(j: Judgement, data: bytes | None, name: str = "launch JSON", kn
         j.refuse("launch.top", f"{name} is a {type(d).__name__}, not an object")
         return
     for k, v in d.items():
+        if k == "grid":  # the launch grid (x, y, z): docs/triton.md, the reader's check_launch
+            if not isinstance(v, list) or not 1 <= len(v) <= 3 or not all(is_int(x) and x >= 1 for x in v):
+                j.refuse("launch.grid", f"{name}: grid = {_short(v)} is not a list of 1 to 3 positive integers")
+            elif is_int(d.get("ctas")) and d["ctas"] != math.prod(v):
+                j.refuse("launch.grid", f"{name}: grid = {v} is {math.prod(v)} CTAs, but ctas = {d['ctas']}")
+            continue
         if known is not None and k not in known:
             continue
         if not is_int(v):

@@ -76,7 +76,8 @@ _NOT_LAUNCH = {
 def check_launch(mod: Ttgir, launch: Any, where: str) -> None:
     """Refuse a launch whose values the compiled kernel could not have been launched with.
 
-    Keys are the kernel's scalar arguments and ``ctas`` (the CTA count, >= 1).  Other
+    Keys are the kernel's scalar arguments, ``ctas`` (the CTA count, >= 1) and ``grid`` (1 to 3
+    positive integers, x fastest: each CTA's program ids; without it, ``ctas`` is a 1-D grid).  Other
     integer keys are let through: a launch file may list the Python call's arguments, and
     Triton drops some from the TTGIR (unit strides specialized to constants; a TMA kernel's
     strides live in its descriptors)."""

@@ -35,6 +35,12 @@ Two rules stand in for what happens after TTGIR:
   the same way, with :class:`protosim.pipeline.UseCounter`: the n-th ``barrier_expect``
   on an mbarrier is its use n, and the copies and waits on it after that belong to it.
 
+* **Which global data.**  The walk covers one CTA (each CTA when a program id decides control
+  flow); its reads carry the L2 model's key for the data they read -- the copy's number, plus the
+  values of the per-CTA scalars its address is computed from, re-evaluated for every CTA
+  (:meth:`Walker.global_key`); a TMA load's key is its descriptor and coordinates.  The launch's
+  ``grid`` (in ``<name>.launch.json``; else ``ctas`` as a 1-D grid) gives each CTA its program ids.
+
 Shared memory is counted from the allocations (tile bytes, mbarriers 8 bytes each),
 the number Triton's metadata calls ``shared``.
 

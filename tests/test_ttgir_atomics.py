@@ -12,7 +12,7 @@ from pathlib import Path
 from protosim.engine.machine import replay
 from protosim.frontends.ttgir import read
 from protosim.ir import GlobalStore
-from tests.triton_corpus import fixture_copy, replacing
+from tests.triton_corpus import fixture_copy
 
 HELDOUT = Path(__file__).resolve().parent / "fixtures" / "triton" / "heldout" / "triton-3.6.0"
 SPLITK = HELDOUT / "ho_splitk8_256x1024x16384_64x64x64_w4_s4.sm90.ttgir"

@@ -244,6 +244,15 @@ def tolerance(rec: dict) -> float:
     return 3e-2 if ("bfloat16" in dts or any("float8" in d for d in dts)) else 1e-2
 
 
+def inputs_before(rec: dict, tensors: dict) -> dict | None:
+    """The tensors as they are before the launch, when the kernel reads its own output (``C =
+    alpha A B + beta C``, an accumulating atomic): its reference is computed from them."""
+    ref = rec["reference"]
+    if ref.get("op") != "torch" or rec["tensors"][ref["out"]]["init"] == "nan":
+        return None
+    return {n: t.clone() for n, t in tensors.items()}
+
+
 def check(torch, rec: dict, tensors: dict, before: dict | None = None) -> tuple[str, float, dict]:
     out, ref = reference(torch, rec, tensors, before)
     out = out.float()
@@ -302,9 +311,7 @@ def run_record(corpus: Path, rec: dict, reps: int, sleep_cycles: int) -> dict:
     grid = tuple(int(g) for g in rec["grid"])
     k = fn.warmup(*args, grid=grid, **kwargs)  # compile only
     print(READY_TAG, flush=True)
-    # what a kernel that reads its output (beta C) reads: the reference is computed from it
-    reads_output = rec["reference"].get("op") == "torch" and rec["tensors"][rec["reference"]["out"]]["init"] != "nan"
-    before = {n: t.clone() for n, t in tensors.items()} if reads_output else None
+    before = inputs_before(rec, tensors)
     k = fn[grid](*args, **kwargs)
     torch.cuda.synchronize()
     saved = (corpus / (rec["file"] + ".ttgir")).read_text()
@@ -338,6 +345,7 @@ def run_edit(corpus: Path, ttgir_path: Path, rec: dict, reps: int, sleep_cycles:
     tensors, args = build_ttgir_args(torch, rec, text, sig if isinstance(sig, dict) else None, "cuda", seed=1)
     grid = tuple(int(g) for g in rec["grid"])
     print(READY_TAG, flush=True)
+    before = inputs_before(rec, tensors)
     k[grid](*args)
     torch.cuda.synchronize()
     res["outcome"], res["max_rel_err"], res["check"] = check(torch, rec, tensors, before)

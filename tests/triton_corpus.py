@@ -29,7 +29,7 @@ from protosim.frontends.ttgir import TtgirError, metadata, read
 from protosim.verdict import judge
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "triton"
-CORPORA = ("corpus", "gluon", "heldout", "heldout2")
+CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3")
 """The Triton corpus, the Gluon corpus, and the two held-out sets (``kernels/triton/heldout.py``,
 ``heldout2.py``: written apart from the reader, each kernel ran correctly on the H200)."""
 FORMS = ("ttgir", "alloc.mlir")

@@ -245,10 +245,10 @@ def tolerance(rec: dict) -> float:
 
 
 def inputs_before(rec: dict, tensors: dict) -> dict | None:
-    """The tensors as they are before the launch, when the kernel reads its own output (``C =
-    alpha A B + beta C``, an accumulating atomic): its reference is computed from them."""
-    ref = rec["reference"]
-    if ref.get("op") != "torch" or rec["tensors"][ref["out"]]["init"] == "nan":
+    """The tensors as they are before the launch, for a kernel source's own reference (``op:
+    torch``): a kernel may write a tensor it reads (``C = alpha A B + beta C``, a residual updated
+    in place, an accumulating atomic), and its reference is stated on the values before."""
+    if rec["reference"].get("op") != "torch":
         return None
     return {n: t.clone() for n, t in tensors.items()}
 

@@ -40,7 +40,7 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
-CORPORA = ("corpus", "gluon", "heldout", "heldout2")
+CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3")
 """The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the two held-out
 sets (``kernels/triton/heldout.py``, ``heldout2.py``: written apart from the reader)."""
 

@@ -64,7 +64,6 @@ refused before it is unrolled.
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +72,7 @@ from protosim.frontends.ttgir.inputs import (
     check_launch,
     check_metadata,
     load_launch,
+    merge_launch,
     metadata,
     metadata_shared,
 )
@@ -91,7 +91,7 @@ from protosim.frontends.ttgir.text import (
     parse,
     sidecar,
 )
-from protosim.frontends.ttgir.walk import ROLE, Walker
+from protosim.frontends.ttgir.walk import ROLE, Walker, key_roots, rekeyed
 from protosim.ir import (
     BarrierDecl,
     BufferDecl,
@@ -150,13 +150,7 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     check_launch(mod, from_file, f"launch file {side}")
     if launch is not None:
         check_launch(mod, launch, "the launch given to read()")
-    if launch is not None and "ctas" in launch and "grid" not in launch and "grid" in from_file:
-        # fewer CTAs than the file's grid: the first ones of it, each with its own program ids
-        whole = math.prod(from_file["grid"])
-        if launch["ctas"] > whole:
-            raise TtgirError(f"{path}: ctas = {launch['ctas']:,} given to read(), but {side} launches the grid "
-                             f"{from_file['grid']} ({whole:,} CTAs): give a grid too, or at most {whole:,} ctas")
-    launch = {**from_file, **(launch or {})}
+    launch = merge_launch(path, from_file, launch, side)
     check_metadata(mod, path)
     meta = metadata(path) or {}
     mod.metadata_shared = meta.get("shared")
@@ -246,19 +240,16 @@ def _rekeyed(programs: list, walker) -> list:
     one walk, CTA 0's, stands for every CTA, so the per-CTA scalars in a key are re-evaluated
     for each (``Walker.values_for``).  Keys without such scalars are the same in every CTA."""
     spots = [(r, j) for r, ops in enumerate(programs[0]) for j, op in enumerate(ops)
-             if isinstance(getattr(op, "src", None), str) and "|" in op.src]
+             if isinstance(getattr(op, "src", None), str) and key_roots(op.src)]
     if not spots:
         return programs
-    names = {pair.split("=", 1)[0] for r, j in spots for pair in programs[0][r][j].src.split("|", 1)[1].split(",")}
+    names = {n for r, j in spots for n in key_roots(programs[0][r][j].src)}
     out = [programs[0]]
     for i in range(1, len(programs)):
         values = walker.values_for(i, names)
         roles = [list(ops) for ops in programs[i]]
         for r, j in spots:
-            op = roles[r][j]
-            base, tail = op.src.split("|", 1)
-            key = base + "|" + ",".join(f"{n}={values[n]}" for n in (p.split("=", 1)[0] for p in tail.split(",")))
-            roles[r][j] = dataclasses.replace(op, src=key)
+            roles[r][j] = dataclasses.replace(roles[r][j], src=rekeyed(roles[r][j].src, values))
         out.append(tuple(tuple(ops) for ops in roles))
     return out
 

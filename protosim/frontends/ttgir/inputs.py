@@ -5,6 +5,7 @@ cannot belong to this compile."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,18 @@ _NOT_LAUNCH = {
     "num_stages": "num_stages comes from the compile (the TTGIR's buffers), not the launch",
     "shared": "shared memory comes from the compile (the metadata JSON), not the launch",
 }
+
+
+def merge_launch(path: Path, from_file: dict[str, Any], given: dict[str, Any] | None, side: Path) -> dict[str, Any]:
+    """The launch file's values with those given to ``read()`` over them (each already checked).
+    ``ctas`` given alone with a file that has a ``grid`` takes the first CTAs of that grid, each
+    with its own program ids; more CTAs than the grid has is refused."""
+    if given is not None and "ctas" in given and "grid" not in given and "grid" in from_file:
+        whole = math.prod(from_file["grid"])
+        if given["ctas"] > whole:
+            raise TtgirError(f"{path}: ctas = {given['ctas']:,} given to read(), but {side} launches the grid "
+                             f"{from_file['grid']} ({whole:,} CTAs): give a grid too, or at most {whole:,} ctas")
+    return {**from_file, **(given or {})}
 
 
 def check_launch(mod: Ttgir, launch: Any, where: str) -> None:

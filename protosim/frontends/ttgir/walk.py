@@ -503,7 +503,7 @@ class Walker:
         roots = sorted({r for t in tokens for r in self.roots(t)})
         if not roots:
             return base
-        return base + "|" + ",".join(f"{r}={self._env_of[r]}" for r in roots)
+        return keyed(base, {r: self._env_of[r] for r in roots})
 
     def tma_key(self, tokens: list[str], content: str) -> str:
         """A TMA load's key: its descriptor and coordinates, ``a_desc[0,64]`` -- the global tile
@@ -1209,6 +1209,22 @@ class Walker:
                     self.copy_taint(name, src)
                     if vw is not None:
                         self.views[name] = vw
+
+
+def keyed(base: str, values: dict[str, Any]) -> str:
+    """A read's key: ``base``, then each per-CTA scalar it depends on and its value
+    (``a@3|%offs_am@46=128``; ``base`` alone when there is none)."""
+    return base + "|" + ",".join(f"{n}={v}" for n, v in values.items()) if values else base
+
+
+def key_roots(key: str) -> list[str]:
+    """The per-CTA scalars a key (:func:`keyed`) names, in its order."""
+    return [pair.split("=", 1)[0] for pair in key.split("|", 1)[1].split(",")] if "|" in key else []
+
+
+def rekeyed(key: str, values: dict[str, Any]) -> str:
+    """The same read in another CTA: the key's scalars with that CTA's ``values``."""
+    return keyed(key.split("|", 1)[0], {n: values[n] for n in key_roots(key)})
 
 
 _RECOMPUTE = frozenset({"tt.get_program_id", "arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",

@@ -130,9 +130,9 @@ def build(cfg: PipelineConfig) -> Schedule:
     def copies(t: int) -> list[Op]:
         # a copy for a k-tile past the last is issued with its mask off: zeros, no global read
         past = t >= cfg.k_tiles
-        return [CpAsync(bytes=a_bytes // warps, dst=Access("a", stage(t), f"a#{t}", WARP_PART), src=f"a@{t}|m", zero_fill=past),
+        return [CpAsync(bytes=a_bytes // warps, dst=Access("a", stage(t), f"a#{t}", WARP_PART), src=f"a@{t}", zero_fill=past),
                 CpAsyncCommit(),
-                CpAsync(bytes=b_bytes // warps, dst=Access("b", stage(t), f"b#{t}", WARP_PART), src=f"b@{t}|n", zero_fill=past),
+                CpAsync(bytes=b_bytes // warps, dst=Access("b", stage(t), f"b#{t}", WARP_PART), src=f"b@{t}", zero_fill=past),
                 CpAsyncCommit()]
 
     grid_m = cfg.M // cfg.BLOCK_M
@@ -141,10 +141,9 @@ def build(cfg: PipelineConfig) -> Schedule:
         """CTA ``c``'s copy of an op: its tile, and its reads keyed by the tile row (A) or column
         (B) it reads -- CTA c is program (c % grid_m, c // grid_m) of Triton's 2-D launch grid, as
         the TTGIR reader keys them (``Walker.global_key``)."""
-        if isinstance(op, CpAsync):
-            axis = op.src[-1]
-            return dataclasses.replace(op, tile=(c, 0),
-                                       src=f"{op.src}={c % grid_m if axis == 'm' else c // grid_m}")
+        if isinstance(op, CpAsync):  # A by the tile's row, B by its column
+            where = f"m={c % grid_m}" if op.dst.buffer == "a" else f"n={c // grid_m}"
+            return dataclasses.replace(op, tile=(c, 0), src=f"{op.src}|{where}")
         return dataclasses.replace(op, tile=(c, 0))
 
     ops: list[Op] = []

@@ -26,12 +26,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from protosim.frontends.ttgir import TtgirError, metadata, read
+from kernels.triton.predicted_vs_measured import CORPORA  # the fixture folders, listed once
 from protosim.verdict import judge
 
 ROOT = Path(__file__).resolve().parent / "fixtures" / "triton"
-CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3")
-"""The Triton corpus, the Gluon corpus, and the two held-out sets (``kernels/triton/heldout.py``,
-``heldout2.py``: written apart from the reader, each kernel ran correctly on the H200)."""
 FORMS = ("ttgir", "alloc.mlir")
 
 RACES = {"raw_race", "raw_hazard", "war_race", "war_hazard", "unreleased_write"}

@@ -41,8 +41,9 @@ launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measur
 
 
 CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3")
-"""The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the two held-out
-sets (``kernels/triton/heldout.py``, ``heldout2.py``: written apart from the reader)."""
+"""The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the three held-out
+sets (``kernels/triton/heldout*.py``: written apart from the reader, each kernel ran correctly on
+the H200).  tests/triton_corpus.py judges the same folders."""
 
 
 def summary(ratios: list[float], noun: str) -> str:

@@ -280,8 +280,18 @@ KERNELS = {
 PTR_TARGETS = (80, 90, 100, 121)   # the pointer / cp.async family
 TMA_TARGETS = (90, 100)            # TMA, wgmma / tcgen05
 NUM_SMS = {80: 108, 90: 132, 100: 148, 121: 48}   # A100, H200, B200, GB10
-ITEMSIZE = {"float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float32": 4}
-TL_TYPE = {"float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4nv", "float32": "fp32"}
+ITEMSIZE = {"float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "float32": 4, "float64": 8,
+            "int8": 1, "uint8": 1, "int16": 2, "int32": 4, "int64": 8}
+TL_TYPE = {"float16": "fp16", "bfloat16": "bf16", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "float32": "fp32",
+           "float64": "fp64", "int8": "i8", "uint8": "u8", "int16": "i16", "int32": "i32", "int64": "i64"}
+"""torch dtype name -> Triton's signature type of a pointer to it (a kernel module's tensors may be any of these;
+held-out set 4's author found integer tensors refused with a KeyError)."""
+
+
+def tl_type(dtype: str, tensor: str) -> str:
+    if dtype not in TL_TYPE:
+        raise ValueError(f"tensor {tensor}: dtype {dtype!r} is not one of {', '.join(TL_TYPE)}")
+    return TL_TYPE[dtype]
 
 
 def _t(shape, dtype="float16", init="randn"):
@@ -470,11 +480,11 @@ def specialize(spec: dict) -> tuple[dict, dict, dict]:
     for i, a in enumerate(spec["args"]):
         name = a["name"]
         if "tensor" in a:
-            sig[name] = "*" + TL_TYPE[spec["tensors"][a["tensor"]]["dtype"]]
+            sig[name] = "*" + tl_type(spec["tensors"][a["tensor"]]["dtype"], a["tensor"])
             attrs[(i,)] = CUDABackend.parse_attr("D")
         elif "desc" in a:
             t = spec["tensors"][a["desc"]]
-            sig[name] = f"tensordesc<{TL_TYPE[t['dtype']]}{list(a['block_shape'])}>"
+            sig[name] = f"tensordesc<{tl_type(t['dtype'], a['desc'])}{list(a['block_shape'])}>"
         else:
             ty, key = _int_spec(a["int"])
             sig[name] = ty

@@ -409,6 +409,9 @@ class GlobalStore(Op):
     per_warp: ClassVar[bool] = True
     bytes: int
     store_bytes: int = 16
+    memory_bytes: int | None = None
+    """Bytes of distinct, unmasked elements the warp's share writes, where they differ from
+    ``bytes`` (what the L2 and DRAM take; the instructions are ``bytes``' all the same)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -429,6 +432,10 @@ class GlobalLoad(Op):
     src: str
     load_bytes: int = 16
     """Bytes one lane loads per instruction (1 .. 16)."""
+    memory_bytes: int | None = None
+    """Bytes of distinct, unmasked elements the warp's share reads, where they differ from
+    ``bytes``: what the L2 and DRAM serve (lanes that name one address share its bytes; a
+    masked-off lane reads nothing), while the instructions are ``bytes``' all the same."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -874,6 +881,10 @@ def validate(s: Schedule) -> None:
                 if isinstance(op, GlobalStore) and op.store_bytes not in LOAD_WIDTHS:
                     raise ScheduleError(f"{where}: store_bytes = {op.store_bytes}; an st.global moves "
                                         f"{', '.join(map(str, LOAD_WIDTHS))} bytes per lane")
+                if isinstance(op, (GlobalLoad, GlobalStore)) and op.memory_bytes is not None and \
+                        not (isinstance(op.memory_bytes, int) and 0 <= op.memory_bytes <= max(op.bytes, 1)):
+                    raise ScheduleError(f"{where}: memory_bytes = {op.memory_bytes!r}; the distinct bytes the warp's "
+                                        f"lanes address are an int from 0 to bytes ({op.bytes}), or null for all of them")
                 for acc in op.accesses():
                     buf = buffers.get(acc.buffer)
                     if buf is None:

@@ -105,3 +105,23 @@ def test_the_attention_kernels_softmax_is_read():
     iterations = 1024 // 64
     assert sum(op.mufu for op in ops) == iterations * (64 + 1) + 64
     assert sum(op.shfl for op in ops) == iterations * 2 * 8
+
+
+HELDOUT2 = Path(__file__).resolve().parent / "fixtures" / "triton" / "heldout2" / "triton-3.6.0"
+
+
+def test_erf_and_libdevice_tanh_are_counted_with_their_special_function_op():
+    """``gelu`` through ``tl.math.erf`` (held-out set 2's bias+GELU) and ``tanh`` through
+    libdevice were free; in SASS each element's erf is one MUFU op among ~14 FP32 ones, tanh two.
+    The bias+GELU kernel has no other special-function op, so its MUFU count is its erf count:
+    one per element a thread holds (1024 elements, 128 threads)."""
+    schedule, _ = read(HELDOUT2 / "h2_bias_gelu_8192x8192_b1024_w4.sm90.ttgir", {"ctas": 1})
+    math = [op for op in schedule.ctas[0].roles[0] if isinstance(op, RegisterMath)]
+    assert sum(op.mufu for op in math) == 1024 // 128
+    tanh = math_instructions("tt.extern_elementwise", '%4 {libname = "", libpath = "", pure = true, '
+                             'symbol = "__nv_tanhf"} : (tensor<1024xf32, #blocked>) -> tensor<1024xf32, #blocked>',
+                             {}, 128)
+    assert tanh is not None and tanh[2] == 2 * 1024 // 128 and tanh[0] > tanh[2]
+    unknown = math_instructions("tt.extern_elementwise", '%4 {symbol = "__nv_lgammaf"} : (tensor<1024xf32, #b>) '
+                                '-> tensor<1024xf32, #b>', {}, 128)
+    assert unknown is None  # not counted rather than guessed

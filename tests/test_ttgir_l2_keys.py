@@ -19,7 +19,7 @@ import pytest
 from protosim.arch import load_profile
 from protosim.engine.machine import replay
 from protosim.frontends.ttgir import TtgirError, read
-from protosim.ir import CpAsync, TmaLoad
+from protosim.ir import CpAsync, GlobalLoad, TmaLoad
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triton"
 CORPUS = FIXTURES / "corpus" / "triton-3.6.0"
@@ -115,3 +115,65 @@ def test_fewer_ctas_than_the_grid_take_its_first_ctas_more_are_refused():
     assert len(schedule.ctas) == 9
     with pytest.raises(TtgirError, match="grid"):
         read(CORPUS / "attn_tma_d64_128x64_s3_w4.sm90.ttgir", {"ctas": 129})
+
+
+HELDOUT2 = FIXTURES / "heldout2" / "triton-3.6.0"
+
+
+def load_keys(schedule, site: str) -> dict[int, str]:
+    """CTA -> the key of its register load of value ``site`` (``bias_12@0|...`` is ``bias``'s)."""
+    return {cta.index: op.src for cta in schedule.ctas for ops in cta.roles for op in ops
+            if isinstance(op, GlobalLoad) and op.src.split("@")[0].rsplit("_", 1)[0] == site}
+
+
+def element_sets(ctas: int, block: int, index) -> dict[int, frozenset[int]]:
+    """CTA -> the elements its load touches, from the kernel's source: ``index(offs)`` for
+    ``offs = pid * BLOCK + arange(BLOCK)``."""
+    return {c: frozenset(index(c * block + i) for i in range(block)) for c in range(ctas)}
+
+
+def groups_of(by_cta: dict) -> set[frozenset[int]]:
+    out: dict = defaultdict(set)
+    for cta, v in by_cta.items():
+        out[v].add(cta)
+    return {frozenset(g) for g in out.values()}
+
+
+@pytest.mark.parametrize("name, n, block", [("h2_bias_gelu_8192x8192_b1024_w4", 8192, 1024),
+                                            ("h2_bias_gelu_4096x11008_b4096_w8", 11008, 4096)])
+def test_a_read_through_a_remainder_is_shared_by_the_ctas_that_read_the_same_elements(name, n, block):
+    """``bias[offs % N]``: the bias is 16-22 KB, read by every CTA; CTAs whose offsets agree
+    modulo N read the same bias elements.  Keyed by the per-CTA offset alone, 65,536 CTAs read
+    128 MB of bias (held-out set 2).  The grouping must be exactly the elements' -- no two CTAs
+    that read different elements share a key -- while x stays each CTA's own."""
+    ctas = 96
+    schedule, _ = read(HELDOUT2 / f"{name}.sm90.ttgir", {"ctas": ctas})
+    want = groups_of(element_sets(ctas, block, lambda e: e % n))
+    assert len(want) < ctas  # the source does share (else the test says nothing)
+    assert groups_of(load_keys(schedule, "bias")) == want
+    assert len(set(load_keys(schedule, "x").values())) == ctas
+
+
+def test_a_remainder_after_a_division_keys_each_cta_apart(tmp_path):
+    """``(offs / 2) % N`` is not fixed by ``offs % N``: a division between the per-CTA offset and
+    the remainder must drop the modulus (keys then over-distinguish, never merge different data).
+    The bias kernel hand-edited to read ``bias[(offs / 2) % N]``."""
+    src = HELDOUT2 / "h2_bias_gelu_8192x8192_b1024_w4.sm90"
+    text = src.with_suffix(".sm90.ttgir").read_text()
+    old = "    %col_7 = arith.remsi %offs_5, %col : tensor<1024xi32, #blocked> loc(#loc35)\n"
+    assert old in text
+    text = text.replace(old, "    %two = arith.constant dense<2> : tensor<1024xi32, #blocked> loc(#loc35)\n"
+                             "    %half = arith.divsi %offs_5, %two : tensor<1024xi32, #blocked> loc(#loc35)\n"
+                             "    %col_7 = arith.remsi %half, %col : tensor<1024xi32, #blocked> loc(#loc35)\n")
+    dst = tmp_path / "halved.sm90"
+    dst.with_suffix(".sm90.ttgir").write_text(text)
+    for ext in (".json", ".launch.json"):
+        dst.with_name(dst.name + ext).write_text(src.with_name(src.name + ext).read_text())
+    ctas = 48
+    schedule, _ = read(dst.with_suffix(".sm90.ttgir"), {"ctas": ctas})
+    keys = load_keys(schedule, "bias")
+    elements = element_sets(ctas, 1024, lambda e: (e // 2) % 8192)
+    for a in range(ctas):
+        for b in range(a):
+            if keys[a] == keys[b]:
+                assert elements[a] == elements[b], (a, b, keys[a])

@@ -82,7 +82,7 @@ def main(argv=None) -> int:
                     f.flush()
                     print(f"{row['dtype']:8s} {mb:4d} MB {mode:8s} {how:18s} {1e3 * r['min']:9.1f} us "
                           f"{row['bytes_per_clk']:7.0f} B/clk ok={ok} {ptx or ''}", flush=True)
-                del x, y, z, x0, z0
+                x = y = z = x0 = z0 = None  # free the arrays before the next size's
                 torch.cuda.empty_cache()
     return 0
 

@@ -11,10 +11,13 @@ SM pipe's rate is the table's slope); loaded, queueing shows.  Pipes cost no
 SimPy events: only the landing is an event.
 
 The L2 is an LRU of the profile's capacity keyed by global tile id: the first
-touch of a tile comes from DRAM, later touches hit until evicted.  That makes
-the persistent scheduler's ``l2_group_size`` matter, as it does on silicon.  A
+touch of a tile comes from DRAM, later touches hit until evicted.  That makes the
+persistent scheduler's ``l2_group_size`` matter, as it does on silicon.  A
 touch while the first one's fill from DRAM is still in flight is a hit on that
 miss: its data cannot reach the SM before the fill does (:meth:`MemorySystem.filling`).
+A written tile takes its bytes of the LRU too, and its bytes go to DRAM as they are
+written, queued in the HBM pipe with the misses: a written byte costs what a read byte
+does (:meth:`MemorySystem.write`).
 What the L2 holds when the kernel starts is a launch condition
 (``l2_at_launch``): cold, or the inputs just written (:func:`resident_at_launch`).
 
@@ -147,8 +150,11 @@ class MemorySystem:
         self._used = 0.0
         self._in_l2_at: dict[str, float] = {}
         """Tile -> the cycle its fill from DRAM is in L2 (for the tiles a miss is bringing in)."""
+        self._writes = 0
         self.hits = 0
         self.misses = 0
+        self.written = 0
+        """Bytes written (each sent to DRAM as it is written)."""
 
     def read(self, now: float, key: str, nbytes: int, side: int = 0) -> tuple[bool, float]:
         """A read of global tile ``key`` by an SM on L2 side ``side``: (L2 hit?, when its last byte
@@ -157,7 +163,7 @@ class MemorySystem:
         bit = 1 << side
         if key not in lru and self.resident and tensor_of(key) in self.resident:
             # written just before the launch: in L2 already, on both sides if both read it
-            self._insert(key, nbytes, BOTH_SIDES if self.launch_sides.get(key) == BOTH_SIDES else bit)
+            self._insert(now, key, nbytes, BOTH_SIDES if self.launch_sides.get(key) == BOTH_SIDES else bit)
         if key in lru:
             lru.move_to_end(key)
             self.hits += 1
@@ -167,7 +173,7 @@ class MemorySystem:
                 extra = nbytes * self.extra_copy
                 lru[key] += extra
                 self._used += extra
-                self._evict()
+                self._evict(now)
             pipe = self.l2_pipe  # Pipe.serve, inlined: this is on every TMA load's path
             service = nbytes / pipe.rate
             start = pipe.free_at if pipe.free_at > now else now
@@ -179,7 +185,7 @@ class MemorySystem:
                     return True, filled
             return True, pipe.free_at
         self.misses += 1
-        self._insert(key, nbytes, bit)
+        self._insert(now, key, nbytes, bit)
         done = self.hbm_pipe.serve(now, nbytes)
         return False, max(done, self.l2_pipe.serve(now, nbytes))
 
@@ -188,14 +194,14 @@ class MemorySystem:
         landing less the L2-hit latency (from L2 on, its path is a hit's)."""
         self._in_l2_at[key] = in_l2_at
 
-    def _insert(self, key: str, nbytes: int, sides: int) -> None:
+    def _insert(self, now: float, key: str, nbytes: int, sides: int) -> None:
         size = nbytes * (1.0 + self.extra_copy) if sides == BOTH_SIDES else float(nbytes)
         self._lru[key] = size
         self._sides[key] = sides
         self._used += size
-        self._evict()
+        self._evict(now)
 
-    def _evict(self) -> None:
+    def _evict(self, now: float) -> None:
         """Drop least recently used tiles while over capacity (never the last one left)."""
         lru = self._lru
         while self._used > self.capacity and len(lru) > 1:
@@ -204,8 +210,16 @@ class MemorySystem:
             del self._sides[old]
             self._in_l2_at.pop(old, None)
 
-    def write(self, now: float, nbytes: int) -> float:
-        """Writes land in L2 (write-back); HBM traffic for them is not modelled."""
+    def write(self, now: float, nbytes: int, side: int = 0) -> float:
+        """A write of ``nbytes`` from an SM on L2 side ``side``: when its last byte clears the
+        L2.  Its bytes take their place in the LRU, as a tile of their own (kernels write an
+        output once; one that writes what it read holds it twice), and go to DRAM now, queued
+        in the HBM pipe with the misses: the steady state of repeated launches, whose written
+        lines all go back (docs/semantics.md "Written bytes and DRAM")."""
+        self._writes += 1
+        self.written += nbytes
+        self._insert(now, f"~write{self._writes}", nbytes, 1 << side)  # '~' starts no tensor name
+        self.hbm_pipe.serve(now, nbytes)
         return self.l2_pipe.serve(now, nbytes)
 
 

@@ -117,7 +117,8 @@ class LsuUnit(Unit):
         past that (a copy's store into shared memory)."""
         m, arch = self.m, self.arch
         now = m.env.now
-        hit, chip_done = m.memory.read(now, key, op.bytes, w.cta.sm.side)
+        nbytes = getattr(op, "memory_bytes", None)
+        hit, chip_done = m.memory.read(now, key, op.bytes if nbytes is None else nbytes, w.cta.sm.side)
         issued = w.cta.sm.lsu.serve(now, lsu_cycles(op, arch))
         lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
         done = max(now + rounds * lat, max(issued, chip_done) + lat) + after
@@ -196,7 +197,7 @@ class LsuUnit(Unit):
         now = m.env.now
         instructions = -(-op.bytes // (THREADS[op.issuer] * op.store_bytes))
         issued = max(w.cta.sm.stores.serve(now, instructions), m.memory.store_pipe.serve(now, instructions))
-        m.memory.write(now, op.bytes)
+        m.memory.write(now, op.bytes if op.memory_bytes is None else op.memory_bytes, w.cta.sm.side)
         m.at(issued + m.timing.scale(arch.global_store_latency), _landed)
         return m.env.timeout(issued - now)
 

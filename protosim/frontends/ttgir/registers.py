@@ -76,11 +76,18 @@ PER_ELEMENT = {"arith.addf": (1, 0, 0), "arith.subf": (1, 0, 0), "arith.mulf": (
         "arith.minimumf": (0, 1, 0), "arith.truncf": (0, 1, 0),
         "math.exp2": (0, 0, 1), "math.log2": (0, 0, 1), "math.rsqrt": (0, 0, 1), "math.sin": (0, 0, 1),
         "math.cos": (0, 0, 1), "math.exp": (1, 0, 1), "math.log": (1, 0, 1), "math.sqrt": (1, 0, 1),
-        "arith.divf": (2, 0, 1)}
+        "arith.divf": (2, 0, 1),
+        # read from SASS (below): libdevice's sequences, FP32-pipe instructions and MUFU ops
+        "math.erf": (14, 0, 1), "__nv_erff": (14, 0, 1), "__nv_tanhf": (14, 0, 2)}
 """Warp instructions per element by class (FP32 pipe, half-rate FMNMX / F2FP, MUFU) of the float
 ops Triton lowers one instruction (or a short fixed sequence) per element: ``exp`` / ``log`` are
 ``ex2`` / ``lg2`` with a multiply, ``sqrt`` an ``rsqrt`` and a multiply, ``divf`` a reciprocal
-and two FP32 steps.  Not read from SASS: the lowering is the assumption."""
+and two FP32 steps.  Not read from SASS: the lowering is the assumption -- except ``erf`` and
+``tanh`` (``math.erf``; ``tt.extern_elementwise`` of libdevice's ``__nv_erff`` / ``__nv_tanhf``,
+keyed by symbol), whose instructions were counted in the SASS of a one-element-a-thread fp32
+kernel (Triton 3.6, sm_90a, cuobjdump) less the same kernel without the call: erf 2 FADD, 7
+FFMA, 1 FMUL, 1 FSEL, 1 FSETP, 2 HFMA2 (constants) and 1 MUFU; tanh 2 FADD, 6 FFMA, 2 FMUL,
+1 FSEL, 2 FSETP, 1 HFMA2 and 2 MUFU (docs/semantics.md "Register math")."""
 _PACKED = ("arith.truncf",)
 """Ops whose instruction handles two elements whatever the type (F2FP packs two fp32 into fp16x2)."""
 _TYPE = re.compile(r"tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)")
@@ -132,6 +139,9 @@ def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
         f, h, u = PER_ELEMENT[combine]
         n = max(0, per_thread - rows) + steps * rows
         return f * n, h * n, u * n, steps * rows
+    if op == "tt.extern_elementwise":  # a libdevice call: its cost by symbol, where counted
+        symbol = re.search(r'symbol\s*=\s*"(\w+)"', rest)
+        op = symbol.group(1) if symbol else op
     if op not in PER_ELEMENT:
         return None
     t = _tensor(types.split(" to ")[-1] if op in _PACKED else types)

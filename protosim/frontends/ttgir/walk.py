@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any
 
+from protosim.frontends.ttgir.layouts import crosses_warps, warps_along
 from protosim.frontends.ttgir.registers import element_bytes, math_instructions, moved
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
 from protosim.frontends.ttgir.text import (
@@ -84,7 +86,7 @@ VIEW_OPS = ("ttg.memdesc_index", "ttg.memdesc_subview", "ttg.memdesc_subslice", 
             "ttg.memdesc_reshape", "ttg.memdesc_reinterpret", "ttng.tmem_subslice")
 """Ops whose result is a view of (a stage of) a buffer: the view names the same storage."""
 
-_MATH = ("arith.", "math.", "tt.reduce")
+_MATH = ("arith.", "math.", "tt.reduce", "tt.extern_elementwise")
 """Statements that may be register math (``Walker.register_math`` decides)."""
 
 _EMITS = {"ttg.async_copy_global_to_local": 1, "ttg.async_commit_group": 1, "ttg.async_wait": 2, "ttg.local_load": 1,
@@ -164,6 +166,7 @@ class Walker:
         self.carried_from: dict[str, tuple[str, ...]] = {}
         """A loop's iter_arg or result -> the values it takes (its init, the yielded value)."""
         self._roots: dict[str, tuple[str, ...]] = {}
+        self._exchanges: dict[int, tuple[int, int] | None] = {}
         self._env_of: dict[str, Any] = {}
         """A root's value in this walk (``name@line`` -> value), taken when it was found."""
         self.recipes: dict[str, tuple[str, dict[str, Stmt], dict[str, str], dict[str, Any]]] = {}
@@ -446,27 +449,70 @@ class Walker:
         if memo is not None:
             return memo
         found: set[str] = set()
-        seen: set[str] = set()
-        stack = [token]
+        seen: set[tuple[str, int | None]] = set()
+        stack: list[tuple[str, int | None]] = [(token, None)]
         while stack:
-            t = stack.pop()
-            if t in seen:
+            item = stack.pop()
+            if item in seen:
                 continue
-            seen.add(t)
+            seen.add(item)
+            t, mod = item
             d = self.defined.get(t.split("#")[0])
             if t in self.per_cta and t in self.env and t not in self.loop_defined and t not in self.aliases \
                     and d is not None:
                 uid = f"{t}@{d.line}"
-                found.add(uid)
                 self._env_of.setdefault(uid, self.env[t])
                 if uid not in self.recipes:
                     self.recipes[uid] = self.recipe(t)
+                if mod is not None and isinstance(self.env[t], int):
+                    uid = f"{uid}~{mod}"
+                    self._env_of.setdefault(uid, self.env[t] % mod)
+                found.add(uid)
                 continue
             if d is not None:
-                stack.extend(_OPERAND.findall(operand_head(d.rest)))
-            stack.extend(self.carried_from.get(t, ()))
+                operands = _OPERAND.findall(operand_head(d.rest))
+                dividend = self.residue_of(d, operands)
+                if dividend is not None:
+                    stack.append(dividend)
+                    continue
+                inner = mod if d.op in _RING_OPS else None
+                stack.extend((o, inner) for o in operands)
+            stack.extend((c, mod) for c in self.carried_from.get(t, ()))
         memo = self._roots[token] = tuple(sorted(found))
         return memo
+
+    def residue_of(self, d: Stmt, operands: list[str]) -> tuple[str, int] | None:
+        """For a tensor remainder by a value every CTA shares (``offs % N``; ``offs & (2^k - 1)``):
+        its dividend and the modulus.  The values such a tensor holds are fixed by its
+        dividend's per-CTA part modulo ``N`` -- add, subtract and multiply keep residues -- so a
+        read through it is keyed by the per-CTA scalars' residues (``%offs@16~8192``): CTAs
+        ``N`` elements apart read the same bias.  None for any other op."""
+        if len(operands) != 2 or "tensor<" not in d.rest:
+            return None
+        if d.op in ("arith.remsi", "arith.remui"):
+            n = self.uniform_int(operands[1])
+            return (operands[0], n) if n is not None and n > 0 else None
+        if d.op == "arith.andi":
+            for mask, other in ((operands[1], operands[0]), (operands[0], operands[1])):
+                n = self.uniform_int(mask)
+                if n is not None and n >= 0 and n & (n + 1) == 0:
+                    return other, n + 1
+        return None
+
+    def uniform_int(self, token: str) -> int | None:
+        """The integer every element of tensor ``token`` holds in every CTA (a splat of a value
+        no program id reaches, a dense constant), else None."""
+        d = self.defined.get(token.split("#")[0])
+        if d is None:
+            return None
+        if d.op == "tt.splat":
+            o = _OPERAND.findall(operand_head(d.rest))[:1]
+            v = self.env.get(o[0]) if o and o[0] not in self.per_cta else None
+            return v if isinstance(v, int) else None
+        if d.op == "arith.constant":
+            m = re.match(r"\s*dense<(-?\d+)>", d.rest)
+            return int(m.group(1)) if m else None
+        return None
 
     def recipe(self, name: str) -> tuple[str, dict[str, Stmt], dict[str, str], dict[str, Any]]:
         """How per-CTA scalar ``name`` is computed, as the walk sees it now: the definitions of
@@ -534,7 +580,8 @@ class Walker:
         try:
             self.pid = pid
             for uid in uids:
-                name, defs, alias, consts = self.recipes[uid]
+                base, _, mod = uid.partition("~")  # a residue (:meth:`residue_of`): the value mod N
+                name, defs, alias, consts = self.recipes[base]
                 self.env, self.per_cta, self.poisoned = dict(consts), set(), {}
                 self.per_cta_control = False
 
@@ -557,7 +604,8 @@ class Walker:
                         self.scalar(d)
 
                 compute(name)
-                out[uid] = self.env.get(name, f"cta{cta}")
+                value = self.env.get(name, f"cta{cta}")
+                out[uid] = value % int(mod) if mod and isinstance(value, int) else value
         finally:
             self.env, self.pid, self.per_cta, self.per_cta_control, self.poisoned = saved
         return out
@@ -638,6 +686,8 @@ class Walker:
             self.sync()  # membar: one thread's mbarrier.init, then everyone may use the barrier
             self.inits_unsynced = False
         handler = _HANDLERS.get(op)
+        if op == "ttg.convert_layout" and self.exchange(st) is None:
+            handler = None  # registers or shuffles: a move that emits nothing (and passes a load's wait on)
         role = self.role
         math = self.register_math(st) if handler is None and op.startswith(_MATH) else None
         waits = self.reads_loading(st, handler is not None or math is not None) if role.loading else None
@@ -650,6 +700,8 @@ class Walker:
             self.mask(st)
         if math is not None:
             role.ops.append(math)
+            if op == "tt.reduce":
+                self.reduce_across_warps(st)
         if waits is not None:  # before the first op the statement emitted that is not its membar barrier
             while n < len(role.ops) and isinstance(role.ops[n], (CtaSync, NamedBarrierSync)):
                 n += 1
@@ -668,6 +720,71 @@ class Walker:
             return None
         fp32, half, mufu, shfl = n
         return RegisterMath(fp32=fp32, half_rate=half, mufu=mufu, shfl=shfl)
+
+    # data between warps: through shared memory ------------------------------------------
+    def exchange(self, st: Stmt) -> tuple[int, int] | None:
+        """For a ``ttg.convert_layout`` that hands elements to warps that did not hold them
+        (``layouts.crosses_warps``): (rounds, bytes a round) of Triton's lowering through its
+        scratch buffer -- each round a store, a barrier, a load -- the tensor's bytes in as few
+        rounds as the kernel's shared memory allows (the metadata's ``shared``, which holds the
+        scratch).  None for a move within warps, or layouts the reader does not read."""
+        got = self._exchanges.get(st.line)
+        if got is not None or st.line in self._exchanges:
+            return got
+        types = convert_types(st.rest)
+        got = None
+        if types is not None:
+            (shape, elem, src), (_, _, dst) = types
+            if crosses_warps(src, dst, shape, tuple(sorted(self.mod.layouts.items()))):
+                total = prod(shape) * element_bytes(elem)
+                cap = self.mod.metadata_shared or total
+                per_round = min(total, cap)
+                got = (-(-total // per_round), per_round)
+        self._exchanges[st.line] = got
+        return got
+
+    def convert_layout(self, st: Stmt) -> None:
+        """``ttg.convert_layout`` between warps (:meth:`exchange`): its rounds through the scratch."""
+        rounds, per_round = self.exchange(st)
+        for _ in range(rounds):
+            self.through_scratch(per_round)
+
+    def reduce_across_warps(self, st: Stmt) -> None:
+        """A ``tt.reduce`` along a dimension spread over several warps: after each warp's own
+        combines (its register math), the warps' partial results meet in the scratch -- a store,
+        a barrier, a load -- as Triton lowers it.  Only blocked sources are read."""
+        types = st.rest.rsplit(" : ", 1)[-1]
+        src = _TENSOR_TYPE.search(types)
+        axis = re.search(r"axis\s*=\s*(\d+)", st.rest)
+        out = re.search(r"->\s*tensor<((?:\d+x)+)", types)
+        if not src or not axis:
+            return
+        n = warps_along(src.group(3), int(axis.group(1)), self.mod.layouts)
+        if not n or n < 2:
+            return
+        outputs = prod(int(d) for d in out.group(1).rstrip("x").split("x")) if out else 1
+        self.through_scratch(outputs * n * max(4, element_bytes(src.group(2))))
+
+    def through_scratch(self, nbytes: int) -> None:
+        """One round through Triton's scratch buffer for layout conversions: every warp stores its
+        share, then (the membar rule's barrier) loads what it needs; the next round's store
+        waits for those loads (the rule's barrier again)."""
+        buf = self.scratch()
+        per_warp = max(1, -(-nbytes // self.role.warps))
+        self.written_by_warps(buf)
+        self.ops.append(SmemStore(bytes=per_warp, dst=Access(buf, 0, self.content(buf), WARP_PART)))
+        self.read_by_warps(buf)
+        self.ops.append(LocalLoad(bytes=per_warp, src=Access(buf, 0)))
+
+    def scratch(self) -> str:
+        """The scratch buffer's name, declared on first use: the metadata's ``shared`` beyond the
+        IR's own allocations (at least 16 bytes; Triton reuses the scratch's bytes between
+        conversions and lays it over dead allocations), so that it takes no more of the SM's
+        shared memory than the compiled kernel does."""
+        if SCRATCH not in self.mod.allocs:
+            size = max(16, (self.mod.metadata_shared or 0) - self.mod.buffer_sum)
+            self.mod.allocs[SCRATCH] = MemDesc(SCRATCH, 1, (size,), "i8", False)
+        return SCRATCH
 
     # global memory through registers -------------------------------------------------
     def reads_loading(self, st: Stmt, emits: bool) -> GlobalLoadWait | None:
@@ -705,17 +822,37 @@ class Walker:
         role = self.role
         n = role.loads.get(site, 0)
         role.loads[site] = n + 1
-        pointer = _OPERAND.findall(st.rest.split(" : ")[0])[:1]
+        operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
+        pointer = operands[:1]
         role.ops.append(GlobalLoad(bytes=max(32 * width, -(-size // role.warps)), load_bytes=width,
-                                   src=self.global_key(f"{site}@{n}", pointer)))
+                                   src=self.global_key(f"{site}@{n}", pointer),
+                                   memory_bytes=self.memory_bytes(operands[0], operands[1:2], size)))
         role.loading[name] = role.loaded
         role.loaded += 1
 
     def global_store(self, st: Stmt) -> None:
         """``tt.store``: each warp's share of the tensor's ``st.global`` instructions (docs/semantics.md
-        "Global stores")."""
+        "Global stores").  Its bytes are the warp's share of the data, which DRAM takes back when
+        they leave the L2: a scalar's one element, not a full warp instruction's worth -- its
+        ``st.global`` count, ``bytes / (lanes x width)`` rounded up, is one all the same."""
         size, width = self.moved(st)
-        self.ops.append(GlobalStore(bytes=max(32 * width, -(-size // self.role.warps)), store_bytes=width))
+        operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
+        memory = self.memory_bytes(operands[0], operands[2:3], size) if operands else None
+        self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width, memory_bytes=memory))
+
+    def memory_bytes(self, pointer: str, mask: list[str], size: int) -> int | None:
+        """A warp's share of the distinct, unmasked bytes a ``tt.load`` / ``tt.store`` of ``size``
+        bytes addresses (``values.touched``), where it is known and differs from its share of
+        ``size``; else None."""
+        from protosim.frontends.ttgir.values import touched
+
+        got = touched(pointer, mask[0] if mask else None, self.defined,
+                      lambda t: None if t in self.poisoned else self.env.get(t))
+        if got is None or not got[1]:
+            return None
+        distinct, lanes = got
+        memory = -(-distinct * (size // lanes) // self.role.warps)
+        return None if memory == -(-size // self.role.warps) else memory
 
     def global_atomic(self, st: Stmt) -> None:
         """``tt.atomic_rmw`` / ``tt.atomic_cas``: timed as the ``st.global`` of the same tensor
@@ -1227,6 +1364,12 @@ def rekeyed(key: str, values: dict[str, Any]) -> str:
     return keyed(key.split("|", 1)[0], {n: values[n] for n in key_roots(key)})
 
 
+_RING_OPS = frozenset({"arith.addi", "arith.subi", "arith.muli", "tt.splat", "tt.broadcast", "tt.expand_dims",
+                       "arith.extsi", "arith.extui", "arith.index_cast", "ttg.convert_layout", "tt.make_range",
+                       "arith.constant"})
+"""Ops through which a residue modulo N is still the operands' residues' function (``Walker.roots``
+keeps a remainder's modulus across them, and drops it at any other)."""
+
 _RECOMPUTE = frozenset({"tt.get_program_id", "arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
                         "arith.remsi", "arith.remui", "arith.andi", "arith.ori", "arith.xori", "arith.maxsi",
                         "arith.minsi", "arith.ceildivsi", "arith.floordivsi", "arith.cmpi", "arith.select",
@@ -1237,6 +1380,34 @@ _MASK_OPS = frozenset({"tt.splat", "tt.broadcast"})
 """Tensor ops the walk follows only to know an all-false mask (with ``arith.andi``)."""
 _I1_TENSOR = re.compile(r"->\s*tensor<[\dx]*xi1[,>]")
 _MASK_OPERAND = re.compile(r"\bmask\s+(%[\w.#]+)")
+
+SCRATCH = "~scratch"  # no SSA name holds a "~": it cannot meet an allocation of the IR
+"""The buffer of Triton's layout conversions and cross-warp reductions (``Walker.scratch``)."""
+_TENSOR_TYPE = re.compile(r"tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)>")
+
+
+def convert_types(rest: str):
+    """((shape, element type, layout) of the source, the same of the result) of a
+    ``ttg.convert_layout``'s text, or None when it does not read ``tensor<...> -> tensor<...>``."""
+    text = rest.split(" loc(", 1)[0]
+    if " : " not in text:
+        return None
+    sides = text.split(" : ", 1)[1].split(" -> ")
+    if len(sides) != 2:
+        return None
+    out = []
+    for side in sides:
+        side = side.strip()
+        if not side.startswith("tensor<") or not side.endswith(">"):
+            return None
+        body = side[len("tensor<"):-1]
+        dims_elem, _, layout = body.partition(",")
+        parts = dims_elem.strip().split("x")
+        if len(parts) < 2 or not all(p.isdigit() for p in parts[:-1]) or not layout.strip():
+            return None
+        out.append((tuple(int(p) for p in parts[:-1]), parts[-1], layout.strip()))
+    return out[0], out[1]
+
 
 _HANDLERS = {
     "scf.for": Walker.loop,
@@ -1249,6 +1420,7 @@ _HANDLERS = {
     "ttng.tmem_alloc": Walker.tmem_alloc,
     "ttg.local_store": Walker.local_store,
     "ttg.local_load": Walker.local_load,
+    "ttg.convert_layout": Walker.convert_layout,
     "ttg.async_copy_global_to_local": Walker.async_copy,
     "ttg.async_commit_group": lambda w, st: w.ops.append(CpAsyncCommit()),
     "tt.load": Walker.global_load,

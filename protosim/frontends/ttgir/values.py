@@ -1,0 +1,179 @@
+"""The index tensors of a TTGIR walk, evaluated: which elements a ``tt.load`` or ``tt.store``
+touches, and under which mask.
+
+A load's tensor type says how many elements its lanes address, not how many distinct ones:
+RoPE's ``cos[tok, d]`` for 32 rows of one token names 64 distinct floats 32 times over, and a
+layer norm's 8192-wide block over a 5120-wide row loads 3072 masked-off lanes.  The memory
+system sees the distinct, unmasked elements; the lanes issue their instructions either way.
+So the reader evaluates the pointer's offsets and the mask (numpy arrays) from the statements
+that define them, in this CTA's walk (its scalars), and the load's ``memory_bytes`` is the
+distinct unmasked elements' bytes (docs/triton.md "Which bytes a load moves").
+
+Read: integer and boolean tensors built by ``tt.make_range``, dense constants, ``tt.splat`` of a
+known scalar, ``tt.broadcast``, ``tt.expand_dims``, layout conversions, integer arithmetic and
+comparisons, ``arith.select``; pointers by ``tt.splat`` of a pointer and ``tt.addptr``.  Anything
+else -- a value carried around a loop, a loaded value, a block pointer -- is not known: None, and
+the load keeps its tensor's bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+MAX_ELEMENTS = 1 << 18
+"""Tensors larger than this are not evaluated (None)."""
+
+_SHAPE = re.compile(r"tensor<((?:\d+x)+)")
+_DENSE = re.compile(r"dense<(-?\d+|true|false)>")
+_RANGE = re.compile(r"\bend\s*=\s*(-?\d+)\s*:\s*i\d+\s*,\s*start\s*=\s*(-?\d+)")
+_AXIS = re.compile(r"axis\s*=\s*(\d+)")
+_OPERAND = re.compile(r"%[\w.\-]+(?:#\d+)?")
+_ATTR_DICT = re.compile(r"\{[^{}]*\}")
+
+
+def _tdiv(a, b):
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply,
+    "arith.divsi": _tdiv, "arith.remsi": lambda a, b: a - _tdiv(a, b) * b,
+    "arith.divui": np.floor_divide, "arith.remui": np.remainder,
+    "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
+    "arith.minsi": np.minimum, "arith.maxsi": np.maximum, "arith.minui": np.minimum, "arith.maxui": np.maximum,
+    "arith.shli": np.left_shift, "arith.shrsi": np.right_shift, "arith.shrui": np.right_shift,
+}
+_CMP = {"slt": np.less, "sle": np.less_equal, "sgt": np.greater, "sge": np.greater_equal, "eq": np.equal,
+        "ne": np.not_equal, "ult": np.less, "ule": np.less_equal, "ugt": np.greater, "uge": np.greater_equal}
+_SAME = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui", "ttg.convert_layout")
+
+
+class Pointer:
+    """A tensor of pointers: ``base`` (the scalar pointer it was splat from) plus element offsets."""
+
+    __slots__ = ("base", "offsets")
+
+    def __init__(self, base: str, offsets: np.ndarray):
+        self.base, self.offsets = base, offsets
+
+
+def shape_of(rest: str) -> tuple[int, ...] | None:
+    """The result shape of a statement: the last ``tensor<AxB...`` in its text."""
+    found = _SHAPE.findall(rest.split(" loc(")[0])
+    return tuple(int(d) for d in found[-1].rstrip("x").split("x")) if found else None
+
+
+def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
+    """The value of tensor ``token`` (an array, or a :class:`Pointer`), from the statements
+    that define it (``defined``: name -> statement) and the walk's scalars (``scalar(name)``:
+    an int, or None when not known); None when any part of it is not read."""
+    memo: dict[str, Any] = {}
+
+    def value(t: str):
+        if t in memo:
+            return memo[t]
+        memo[t] = None  # a cycle (a value carried around a loop) is not known
+        got = compute(t)
+        shape = got.offsets.shape if isinstance(got, Pointer) else getattr(got, "shape", None)
+        declared = shape_of(defined[t.split("#")[0]].rest) if got is not None else None
+        if got is not None and shape != declared:
+            got = None  # a value that is not the shape its type says (a hand-edited range): not read
+        memo[t] = got
+        return got
+
+    def compute(t: str):
+        st = defined.get(t.split("#")[0])
+        if st is None:
+            return None
+        op, rest = st.op, st.rest
+        shape = shape_of(rest)
+        if shape is None or int(np.prod(shape)) > MAX_ELEMENTS:
+            return None
+        head = _ATTR_DICT.sub("", rest).split(" : ")[0]
+        ops = _OPERAND.findall(head)
+        if op == "arith.constant":
+            m = _DENSE.search(rest)
+            if not m:
+                return None
+            v = {"true": True, "false": False}.get(m.group(1))
+            return np.full(shape, int(m.group(1)) if v is None else v)
+        if op == "tt.make_range":
+            m = _RANGE.search(rest)
+            return np.arange(int(m.group(2)), int(m.group(1)), dtype=np.int64) if m else None
+        if op == "tt.splat" and ops:
+            if "!tt.ptr" in rest.split(" : ", 1)[-1].split("->")[0]:
+                return Pointer(ops[0], np.zeros(shape, dtype=np.int64))
+            v = scalar(ops[0])
+            return np.full(shape, v, dtype=np.int64) if isinstance(v, (int, np.integer)) else None
+        if op == "tt.addptr" and len(ops) >= 2:
+            p, off = value(ops[0]), value(ops[1])
+            if not isinstance(p, Pointer) or not isinstance(off, np.ndarray):
+                return None
+            return Pointer(p.base, np.broadcast_to(p.offsets + off, shape))
+        if not ops:
+            return None
+        if op == "tt.broadcast":
+            v = value(ops[0])
+            if isinstance(v, Pointer):
+                return Pointer(v.base, np.broadcast_to(v.offsets, shape))
+            return np.broadcast_to(v, shape) if isinstance(v, np.ndarray) else None
+        if op == "tt.expand_dims":
+            v, axis = value(ops[0]), _AXIS.search(rest)
+            if axis is None:
+                return None
+            if isinstance(v, Pointer):
+                return Pointer(v.base, np.expand_dims(v.offsets, int(axis.group(1))))
+            return np.expand_dims(v, int(axis.group(1))) if isinstance(v, np.ndarray) else None
+        if op in _SAME:
+            v = value(ops[0])
+            return v if isinstance(v, (np.ndarray, Pointer)) else None
+        if op == "arith.cmpi" and len(ops) >= 2:
+            pred = head.split(",")[0].split()[-1] if "," in head else ""
+            a, b = value(ops[0]), value(ops[1])
+            if pred not in _CMP or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+                return None
+            return _CMP[pred](a, b)
+        if op == "arith.select" and len(ops) >= 3:
+            c, a, b = value(ops[0]), value(ops[1]), value(ops[2])
+            if not all(isinstance(x, np.ndarray) for x in (c, a, b)):
+                return None
+            return np.where(c, a, b)
+        if op in _BINARY and len(ops) >= 2:
+            a, b = value(ops[0]), value(ops[1])
+            if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+                return None
+            if op in ("arith.divsi", "arith.remsi", "arith.divui", "arith.remui") and not np.all(b):
+                return None
+            with np.errstate(all="ignore"):
+                return _BINARY[op](a, b)
+        return None
+
+    try:
+        return value(token)
+    except (ValueError, TypeError, OverflowError, IndexError, MemoryError):
+        return None  # operands numpy refuses (an input past what the reader checks): not read
+
+
+def touched(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str], Any]) -> tuple[int, int] | None:
+    """(distinct unmasked elements, all lanes) a load or store through ``pointer`` under
+    ``mask`` addresses, or None when either is not known."""
+    p = evaluate(pointer, defined, scalar)
+    if not isinstance(p, Pointer):
+        return None
+    offsets = p.offsets
+    lanes = int(offsets.size)
+    if mask is not None:
+        m = evaluate(mask, defined, scalar)
+        if not isinstance(m, np.ndarray):
+            return None
+        try:
+            m = np.broadcast_to(m, offsets.shape)
+        except ValueError:
+            return None
+        offsets = offsets[m]
+    return int(np.unique(offsets).size), lanes

@@ -1,0 +1,45 @@
+"""Which bytes a ``tt.load`` / ``tt.store`` moves (``protosim.frontends.ttgir.values``): the
+distinct, unmasked elements its lanes address, evaluated from the statements that compute its
+pointers and mask (docs/triton.md "Which bytes a load moves").  Expected counts are computed
+here from the kernels' sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from protosim.frontends.ttgir import read
+from protosim.ir import GlobalLoad, GlobalStore
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triton"
+
+
+def memory(schedule, cls) -> list[tuple[int, int | None]]:
+    """(bytes, memory_bytes) of CTA 0's loads or stores, in order."""
+    return [(op.bytes, op.memory_bytes) for ops in schedule.ctas[0].roles for op in ops if isinstance(op, cls)]
+
+
+def test_a_table_read_by_every_row_of_one_token_is_read_once():
+    """RoPE over rows = (token, head) pairs, BLOCK_R = 32 rows a program and H = 32 heads: a
+    program's rows are one token's, so ``cos[tok, d]`` and ``sin[tok, d]`` (fp32, HEAD_DIM / 2 =
+    64 wide) name 64 distinct floats each, 32 times over -- 256 bytes, not 8 KB."""
+    schedule, _ = read(FIXTURES / "heldout3" / "triton-3.6.0" / "h3_rope_d128_r32_w4.sm90.ttgir", {"ctas": 1})
+    loads = memory(schedule, GlobalLoad)
+    warps = 4
+    x1, x2, cos, sin = loads
+    assert x1[1] is None and x2[1] is None  # x: every lane its own element
+    assert cos == (32 * 64 * 4 // warps, 64 * 4 // warps) and sin == cos
+
+
+def test_masked_off_lanes_move_nothing():
+    """Layer norm of 5120-wide bf16 rows with an 8192-wide block: 3072 lanes masked off, so the
+    loads and the store move 5120 / 8192 of the block's bytes."""
+    schedule, _ = read(FIXTURES / "heldout2" / "triton-3.6.0" / "h2_layernorm_bf16_16384x5120_w8.sm90.ttgir",
+                       {"ctas": 1})
+    for nbytes, mem in memory(schedule, GlobalLoad) + memory(schedule, GlobalStore):
+        assert mem == nbytes * 5120 // 8192
+
+
+def test_a_plain_stream_keeps_its_bytes():
+    schedule, _ = read(FIXTURES / "heldout2" / "triton-3.6.0" / "h2_bias_gelu_8192x8192_b1024_w4.sm90.ttgir",
+                       {"ctas": 1})
+    assert all(mem is None for _, mem in memory(schedule, GlobalLoad) + memory(schedule, GlobalStore))

@@ -34,9 +34,14 @@ def parse(layout: str, layouts: dict[str, str]):
     layout = layouts.get(layout, layout).strip()
     if layout.startswith("#ttg.blocked"):
         fields = tuple(_ints(n, layout) for n in ("sizePerThread", "threadsPerWarp", "warpsPerCTA", "order"))
-        if all(fields) and len({len(f) for f in fields}) == 1:
-            return ("blocked", *fields)
-        return None
+        if not all(fields) or len({len(f) for f in fields}) != 1:
+            return None
+        spt, tpw, wpc, order = fields
+        # a layout no compiler makes (an edited one) is not read: 32 lanes, at most 32 warps
+        if _count(tpw) != 32 or not 1 <= _count(wpc) <= 32 or min(spt) < 1 or _count(spt) > MAX_ELEMENTS \
+                or sorted(order) != list(range(len(order))):
+            return None
+        return ("blocked", *fields)
     m = _SLICE.match(layout)
     if m:
         parent = parse(m.group(2), layouts)

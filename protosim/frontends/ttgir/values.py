@@ -104,7 +104,9 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
             return np.full(shape, int(m.group(1)) if v is None else v)
         if op == "tt.make_range":
             m = _RANGE.search(rest)
-            return np.arange(int(m.group(2)), int(m.group(1)), dtype=np.int64) if m else None
+            if not m or int(m.group(1)) - int(m.group(2)) != int(np.prod(shape)):
+                return None  # a range its type does not hold (hand-edited): not read, never allocated
+            return np.arange(int(m.group(2)), int(m.group(1)), dtype=np.int64)
         if op == "tt.splat" and ops:
             if "!tt.ptr" in rest.split(" : ", 1)[-1].split("->")[0]:
                 return Pointer(ops[0], np.zeros(shape, dtype=np.int64))
@@ -112,9 +114,9 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
             return np.full(shape, v, dtype=np.int64) if isinstance(v, (int, np.integer)) else None
         if op == "tt.addptr" and len(ops) >= 2:
             p, off = value(ops[0]), value(ops[1])
-            if not isinstance(p, Pointer) or not isinstance(off, np.ndarray):
+            if not isinstance(p, Pointer) or not _shaped(shape, p.offsets, off):
                 return None
-            return Pointer(p.base, np.broadcast_to(p.offsets + off, shape))
+            return Pointer(p.base, p.offsets + off)
         if not ops:
             return None
         if op == "tt.broadcast":
@@ -135,17 +137,17 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
         if op == "arith.cmpi" and len(ops) >= 2:
             pred = head.split(",")[0].split()[-1] if "," in head else ""
             a, b = value(ops[0]), value(ops[1])
-            if pred not in _CMP or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+            if pred not in _CMP or not _shaped(shape, a, b):
                 return None
             return _CMP[pred](a, b)
         if op == "arith.select" and len(ops) >= 3:
             c, a, b = value(ops[0]), value(ops[1]), value(ops[2])
-            if not all(isinstance(x, np.ndarray) for x in (c, a, b)):
+            if not _shaped(shape, c, a, b):
                 return None
             return np.where(c, a, b)
         if op in _BINARY and len(ops) >= 2:
             a, b = value(ops[0]), value(ops[1])
-            if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+            if not _shaped(shape, a, b):
                 return None
             if op in ("arith.divsi", "arith.remsi", "arith.divui", "arith.remui") and not np.all(b):
                 return None
@@ -157,6 +159,12 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
         return value(token)
     except (ValueError, TypeError, OverflowError, IndexError, MemoryError):
         return None  # operands numpy refuses (an input past what the reader checks): not read
+
+
+def _shaped(shape: tuple[int, ...], *arrays) -> bool:
+    """Every operand an array of the statement's own shape, as the IR requires of an elementwise
+    op (an input that breaks it is not read: no broadcast of mismatched operands is ever made)."""
+    return all(isinstance(a, np.ndarray) and a.shape == shape for a in arrays)
 
 
 def touched(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str], Any]) -> tuple[int, int] | None:

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from protosim.frontends.ttgir.text import _ATTR_DICT, _OPERAND
+
 MAX_ELEMENTS = 1 << 18
 """Tensors larger than this are not evaluated (None)."""
 
@@ -31,8 +33,6 @@ _SHAPE = re.compile(r"tensor<((?:\d+x)+)")
 _DENSE = re.compile(r"dense<(-?\d+|true|false)>")
 _RANGE = re.compile(r"\bend\s*=\s*(-?\d+)\s*:\s*i\d+\s*,\s*start\s*=\s*(-?\d+)")
 _AXIS = re.compile(r"axis\s*=\s*(\d+)")
-_OPERAND = re.compile(r"%[\w.\-]+(?:#\d+)?")
-_ATTR_DICT = re.compile(r"\{[^{}]*\}")
 
 
 def _tdiv(a, b):

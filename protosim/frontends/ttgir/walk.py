@@ -25,7 +25,7 @@ from math import prod
 from typing import Any
 
 from protosim.frontends.ttgir.layouts import crosses_warps, warps_along
-from protosim.frontends.ttgir.registers import element_bytes, math_instructions, moved
+from protosim.frontends.ttgir.registers import _tensor, element_bytes, math_instructions, moved
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
 from protosim.frontends.ttgir.text import (
     _ATTR_DICT,
@@ -754,16 +754,16 @@ class Walker:
         combines (its register math), the warps' partial results meet in the scratch -- a store,
         a barrier, a load -- as Triton lowers it.  Only blocked sources are read."""
         types = st.rest.rsplit(" : ", 1)[-1]
-        src = _TENSOR_TYPE.search(types)
+        src = _tensor(types)
         axis = re.search(r"axis\s*=\s*(\d+)", st.rest)
-        out = re.search(r"->\s*tensor<((?:\d+x)+)", types)
+        out = _tensor(types.split("->", 1)[1]) if "->" in types else None
         if not src or not axis:
             return
-        n = warps_along(src.group(3), int(axis.group(1)), self.mod.layouts)
+        _, elem_bytes, layout = src
+        n = warps_along(layout, int(axis.group(1)), self.mod.layouts)
         if not n or n < 2:
             return
-        outputs = prod(int(d) for d in out.group(1).rstrip("x").split("x")) if out else 1
-        self.through_scratch(outputs * n * max(4, element_bytes(src.group(2))))
+        self.through_scratch((out[0] if out else 1) * n * max(4, elem_bytes))
 
     def through_scratch(self, nbytes: int) -> None:
         """One round through Triton's scratch buffer for layout conversions: every warp stores its
@@ -1383,7 +1383,6 @@ _MASK_OPERAND = re.compile(r"\bmask\s+(%[\w.#]+)")
 
 SCRATCH = "~scratch"  # no SSA name holds a "~": it cannot meet an allocation of the IR
 """The buffer of Triton's layout conversions and cross-warp reductions (``Walker.scratch``)."""
-_TENSOR_TYPE = re.compile(r"tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)>")
 
 
 def convert_types(rest: str):

@@ -10,14 +10,12 @@ instructions in the PTX Triton generated.  Needs torch and triton."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from kernels.runner.triton_microbench import arguments, environment
+
 
 TILES = ((128, 128, 4), (64, 64, 4))
 """(BM, BN, num_warps): split-K's epilogue tiles in kernels/triton/heldout.py."""
@@ -27,20 +25,11 @@ CLOCK_HZ = 1.98e9
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--commit", default="unknown")
-    args = ap.parse_args(argv)
-    import torch
-    import triton
-
-    sys.path.insert(0, str(ROOT))
+    args = arguments(__doc__, argv)
+    torch, triton, env = environment(args.commit)
     from kernels.microbench.atomic_rate import tile_update
     from kernels.runner.timing import kernel_time
 
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cuda": torch.version.cuda, "commit": args.commit}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as f:
         for bm, bn, warps in TILES:
             for atomic in (True, False):

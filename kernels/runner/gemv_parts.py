@@ -10,13 +10,11 @@ of W).  Needs torch and triton."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from kernels.runner.triton_microbench import arguments, environment
+
 SHAPES = ((8192, 8192), (14336, 4096))
 TILES = ((32, 256, 4), (16, 128, 4), (64, 128, 4), (128, 64, 8))
 """(BLOCK_N, BLOCK_K, num_warps): the held-out GEMVs' two tiles first."""
@@ -25,20 +23,11 @@ CLOCK_HZ = 1.98e9
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--commit", default="unknown")
-    args = ap.parse_args(argv)
-    import torch
-    import triton
-
-    sys.path.insert(0, str(ROOT))
+    args = arguments(__doc__, argv)
+    torch, triton, env = environment(args.commit)
     from kernels.microbench.gemv_parts import MODES, gemv_part
     from kernels.runner.timing import kernel_time
 
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cuda": torch.version.cuda, "commit": args.commit}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as f:
         for n, k in SHAPES:
             w = torch.randn(n, k, device="cuda").half()

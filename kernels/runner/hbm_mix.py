@@ -11,14 +11,12 @@ checked against torch.  Needs torch and triton."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from kernels.runner.triton_microbench import arguments, environment
+
 
 ARRAY_MB = (8, 32, 128, 512)
 """Bytes per array: within the 50 MB L2 (8, 32 with every array of a mode) and past it."""
@@ -28,20 +26,11 @@ CLOCK_HZ = 1.98e9
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--commit", default="unknown")
-    args = ap.parse_args(argv)
-    import torch
-    import triton
-
-    sys.path.insert(0, str(ROOT))
+    args = arguments(__doc__, argv)
+    torch, triton, env = environment(args.commit)
     from kernels.microbench.hbm_mix import MODES, TRAFFIC, stream
     from kernels.runner.timing import kernel_time
 
-    env = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cuda": torch.version.cuda, "commit": args.commit}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("a") as f:
         for dtype in (torch.float16, torch.float32):
             size = torch.tensor([], dtype=dtype).element_size()

@@ -11,8 +11,8 @@ SM pipe's rate is the table's slope); loaded, queueing shows.  Pipes cost no
 SimPy events: only the landing is an event.
 
 The L2 is an LRU of the profile's capacity keyed by global tile id: the first
-touch of a tile comes from DRAM, later touches hit until evicted.  That makes the
-persistent scheduler's ``l2_group_size`` matter, as it does on silicon.  A
+touch of a tile comes from DRAM, later touches hit until evicted.  That makes
+the persistent scheduler's ``l2_group_size`` matter, as it does on silicon.  A
 touch while the first one's fill from DRAM is still in flight is a hit on that
 miss: its data cannot reach the SM before the fill does (:meth:`MemorySystem.filling`).
 A written tile takes its bytes of the LRU too, and its bytes go to DRAM as they are
@@ -163,7 +163,7 @@ class MemorySystem:
         bit = 1 << side
         if key not in lru and self.resident and tensor_of(key) in self.resident:
             # written just before the launch: in L2 already, on both sides if both read it
-            self._insert(now, key, nbytes, BOTH_SIDES if self.launch_sides.get(key) == BOTH_SIDES else bit)
+            self._insert(key, nbytes, BOTH_SIDES if self.launch_sides.get(key) == BOTH_SIDES else bit)
         if key in lru:
             lru.move_to_end(key)
             self.hits += 1
@@ -173,7 +173,7 @@ class MemorySystem:
                 extra = nbytes * self.extra_copy
                 lru[key] += extra
                 self._used += extra
-                self._evict(now)
+                self._evict()
             pipe = self.l2_pipe  # Pipe.serve, inlined: this is on every TMA load's path
             service = nbytes / pipe.rate
             start = pipe.free_at if pipe.free_at > now else now
@@ -185,7 +185,7 @@ class MemorySystem:
                     return True, filled
             return True, pipe.free_at
         self.misses += 1
-        self._insert(now, key, nbytes, bit)
+        self._insert(key, nbytes, bit)
         done = self.hbm_pipe.serve(now, nbytes)
         return False, max(done, self.l2_pipe.serve(now, nbytes))
 
@@ -194,14 +194,14 @@ class MemorySystem:
         landing less the L2-hit latency (from L2 on, its path is a hit's)."""
         self._in_l2_at[key] = in_l2_at
 
-    def _insert(self, now: float, key: str, nbytes: int, sides: int) -> None:
+    def _insert(self, key: str, nbytes: int, sides: int) -> None:
         size = nbytes * (1.0 + self.extra_copy) if sides == BOTH_SIDES else float(nbytes)
         self._lru[key] = size
         self._sides[key] = sides
         self._used += size
-        self._evict(now)
+        self._evict()
 
-    def _evict(self, now: float) -> None:
+    def _evict(self) -> None:
         """Drop least recently used tiles while over capacity (never the last one left)."""
         lru = self._lru
         while self._used > self.capacity and len(lru) > 1:
@@ -218,7 +218,7 @@ class MemorySystem:
         lines all go back (docs/semantics.md "Written bytes and DRAM")."""
         self._writes += 1
         self.written += nbytes
-        self._insert(now, f"~write{self._writes}", nbytes, 1 << side)  # '~' starts no tensor name
+        self._insert(f"~write{self._writes}", nbytes, 1 << side)  # '~' starts no tensor name
         self.hbm_pipe.serve(now, nbytes)
         return self.l2_pipe.serve(now, nbytes)
 

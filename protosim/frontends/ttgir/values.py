@@ -109,7 +109,8 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
             return np.arange(int(m.group(2)), int(m.group(1)), dtype=np.int64)
         if op == "tt.splat" and ops:
             if "!tt.ptr" in rest.split(" : ", 1)[-1].split("->")[0]:
-                return Pointer(ops[0], np.zeros(shape, dtype=np.int64))
+                base, offset = scalar_pointer(ops[0], defined, scalar)
+                return Pointer(base, np.full(shape, offset, dtype=np.int64))
             v = scalar(ops[0])
             return np.full(shape, v, dtype=np.int64) if isinstance(v, (int, np.integer)) else None
         if op == "tt.addptr" and len(ops) >= 2:
@@ -161,15 +162,32 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
         return None  # operands numpy refuses (an input past what the reader checks): not read
 
 
+def scalar_pointer(token: str, defined: dict, scalar: Callable[[str], Any]) -> tuple[str, int]:
+    """A scalar pointer as (the pointer it is offset from, the offset in elements): a chain of
+    scalar ``tt.addptr`` by known integers is followed back (``x_ptr + row * stride`` is
+    ``("%x_ptr", row * stride)``), and stops at the first pointer not made that way."""
+    base, offset = token, 0
+    for _ in range(64):  # a chain longer than any kernel writes: stop rather than loop
+        st = defined.get(base.split("#")[0])
+        if st is None or st.op != "tt.addptr" or "tensor<" in st.rest:
+            break
+        ops = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
+        step = scalar(ops[1]) if len(ops) >= 2 else None
+        if not isinstance(step, (int, np.integer)):
+            break
+        base, offset = ops[0], offset + int(step)
+    return base, offset
+
+
 def _shaped(shape: tuple[int, ...], *arrays) -> bool:
     """Every operand an array of the statement's own shape, as the IR requires of an elementwise
     op (an input that breaks it is not read: no broadcast of mismatched operands is ever made)."""
     return all(isinstance(a, np.ndarray) and a.shape == shape for a in arrays)
 
 
-def touched(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str], Any]) -> tuple[int, int] | None:
-    """(distinct unmasked elements, all lanes) a load or store through ``pointer`` under
-    ``mask`` addresses, or None when either is not known."""
+def addresses(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str], Any]):
+    """(base pointer, the distinct unmasked element offsets from it -- sorted --, all lanes) of a
+    load or store through ``pointer`` under ``mask``; None when either is not known."""
     p = evaluate(pointer, defined, scalar)
     if not isinstance(p, Pointer):
         return None
@@ -184,4 +202,11 @@ def touched(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str
         except ValueError:
             return None
         offsets = offsets[m]
-    return int(np.unique(offsets).size), lanes
+    return p.base, np.unique(offsets), lanes
+
+
+def touched(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str], Any]) -> tuple[int, int] | None:
+    """(distinct unmasked elements, all lanes) a load or store through ``pointer`` under
+    ``mask`` addresses, or None when either is not known."""
+    got = addresses(pointer, mask, defined, scalar)
+    return None if got is None else (int(got[1].size), got[2])

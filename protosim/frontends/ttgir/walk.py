@@ -138,6 +138,46 @@ def _ws_stmt(body: list[Stmt]) -> Stmt | None:
     return None
 
 
+@dataclass(frozen=True)
+class Addressed:
+    """What a read or write through a pointer tensor addresses in one walk (``Walker.addressed``)."""
+
+    pointer: str
+    mask: str | None
+    base: str
+    """The pointer the offsets count from (a kernel argument, where the walk can follow it back)."""
+    offsets: Any
+    """The distinct unmasked element offsets, sorted (a numpy array)."""
+    lanes: int
+    reads: dict[str, Any]
+    """The scalars the offsets and the mask were computed from, as this walk holds them."""
+    defs: dict[str, Any]
+    """The statements they were computed by (a later statement may reuse a name)."""
+    per_cta: dict[str, str] | None
+    """The per-CTA scalars among ``reads``, each with its root name (``name@line``); None when
+    one of them cannot be computed again for another CTA (one made in a loop)."""
+
+
+class _Seen:
+    """The walk's definitions, noting each one looked up (``Addressed.defs``)."""
+
+    __slots__ = ("defined", "used")
+
+    def __init__(self, defined: dict, used: dict):
+        self.defined, self.used = defined, used
+
+    def get(self, name: str, default=None):
+        st = self.defined.get(name)
+        if st is None:
+            return default
+        self.used[name] = st
+        return st
+
+    def __getitem__(self, name: str):
+        st = self.used[name] = self.defined[name]
+        return st
+
+
 class Walker:
     """Walks one CTA's program: every CTA of a Triton launch runs the same ops (the
     program id only moves its global addresses), so one walk serves all."""
@@ -167,6 +207,8 @@ class Walker:
         """A loop's iter_arg or result -> the values it takes (its init, the yielded value)."""
         self._roots: dict[str, tuple[str, ...]] = {}
         self._exchanges: dict[int, tuple[int, int] | None] = {}
+        self.read_at: dict[tuple, tuple[str, Addressed]] = {}
+        """The first read of each set of elements of a kernel argument: its key (:meth:`read_key`)."""
         self._env_of: dict[str, Any] = {}
         """A root's value in this walk (``name@line`` -> value), taken when it was found."""
         self.recipes: dict[str, tuple[str, dict[str, Stmt], dict[str, str], dict[str, Any]]] = {}
@@ -823,10 +865,10 @@ class Walker:
         n = role.loads.get(site, 0)
         role.loads[site] = n + 1
         operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
-        pointer = operands[:1]
+        got = self.addressed(operands[0], operands[1] if len(operands) > 1 else None)
         role.ops.append(GlobalLoad(bytes=max(32 * width, -(-size // role.warps)), load_bytes=width,
-                                   src=self.global_key(f"{site}@{n}", pointer),
-                                   memory_bytes=self.memory_bytes(operands[0], operands[1:2], size)))
+                                   src=self.read_key(f"{site}@{n}", operands[:1], got),
+                                   memory_bytes=self.memory_bytes(got, size)))
         role.loading[name] = role.loaded
         role.loaded += 1
 
@@ -837,22 +879,97 @@ class Walker:
         ``st.global`` count, ``bytes / (lanes x width)`` rounded up, is one all the same."""
         size, width = self.moved(st)
         operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
-        memory = self.memory_bytes(operands[0], operands[2:3], size) if operands else None
+        memory = self.memory_bytes(self.addressed(operands[0], operands[2] if len(operands) > 2 else None), size) \
+            if operands else None
         self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width, memory_bytes=memory))
 
-    def memory_bytes(self, pointer: str, mask: list[str], size: int) -> int | None:
-        """A warp's share of the distinct, unmasked bytes a ``tt.load`` / ``tt.store`` of ``size``
-        bytes addresses (``values.touched``), where it is known and differs from its share of
-        ``size``; else None."""
-        from protosim.frontends.ttgir.values import touched
+    def addressed(self, pointer: str, mask: str | None) -> Addressed | None:
+        """The elements a ``tt.load`` / ``tt.store`` / copy through ``pointer`` under ``mask``
+        addresses in this walk (``values.addresses``), with what went into them; None where the
+        pointer or the mask is not known."""
+        from protosim.frontends.ttgir.values import addresses
 
-        got = touched(pointer, mask[0] if mask else None, self.defined,
-                      lambda t: None if t in self.poisoned else self.env.get(t))
-        if got is None or not got[1]:
+        reads: dict[str, Any] = {}
+        defs: dict[str, Stmt] = {}
+
+        def scalar(t: str) -> Any:
+            reads[t] = v = None if t in self.poisoned else self.env.get(t)
+            return v
+
+        got = addresses(pointer, mask, _Seen(self.defined, defs), scalar)
+        if got is None:
             return None
-        distinct, lanes = got
-        memory = -(-distinct * (size // lanes) // self.role.warps)
+        per_cta: dict[str, str] | None = {}
+        for t in reads:
+            if t not in self.per_cta:
+                continue
+            d = self.defined.get(t.split("#")[0])
+            if d is None or t in self.loop_defined or t in self.aliases:
+                per_cta = None  # a per-CTA value the walk cannot compute again for another CTA
+                break
+            uid = per_cta[t] = f"{t}@{d.line}"
+            if uid not in self.recipes:
+                self.recipes[uid] = self.recipe(t)
+        return Addressed(pointer, mask, *got, reads, defs, per_cta)
+
+    def memory_bytes(self, got: Addressed | None, size: int) -> int | None:
+        """A warp's share of the distinct, unmasked bytes a ``tt.load`` / ``tt.store`` of ``size``
+        bytes addresses, where it is known and differs from its share of ``size``; else None."""
+        if got is None or not got.lanes:
+            return None
+        memory = -(-got.offsets.size * (size // got.lanes) // self.role.warps)
         return None if memory == -(-size // self.role.warps) else memory
+
+    def read_key(self, base: str, tokens: list[str], got: Addressed | None) -> str:
+        """The L2 key of a read through a pointer tensor: its own (:meth:`global_key` of
+        ``base``, the site and its n-th read) -- unless an earlier read of this walk addressed
+        the very same elements of the same kernel argument, in this CTA and, computed again
+        with their program ids, in two others; then that read's key.  A second pass over a row
+        (RMSNorm's normalize loop, softmax's) re-reads what the first pass brought into the L2,
+        and a loop that loads one bias each iteration reads it once from DRAM."""
+        key = self.global_key(base, tokens)
+        if got is None or not got.offsets.size:
+            return key
+        arg = got.base
+        while arg in self.aliases and self.carried_from.get(arg):  # a partition's argument: what it captures
+            arg = self.carried_from[arg][0]
+        if arg.lstrip("%") not in self.mod.args:  # a pointer from a loop or a load: its value is not known
+            return key
+        import hashlib
+
+        signature = (arg, got.offsets.size, hashlib.blake2b(got.offsets.tobytes(), digest_size=16).digest())
+        first = self.read_at.setdefault(signature, (key, got))
+        if first[0] == key or first[0].partition("|")[2] != key.partition("|")[2]:
+            return key
+        return first[0] if self.same_in_other_ctas(first[1], got) else key
+
+    def same_in_other_ctas(self, a: Addressed, b: Addressed) -> bool:
+        """Whether two reads that address the same elements in this walk do so in every CTA: each
+        evaluated again, from the statements and scalars it was computed from, with its per-CTA
+        scalars as the second and the last CTA hold them.  A per-CTA scalar computed in a loop,
+        or one the walk cannot recompute, fails."""
+        if self.exact_keys or self.ctas == 1:  # this walk is the only CTA it stands for
+            return True
+        if a.per_cta is None or b.per_cta is None:
+            return False
+        if not a.per_cta and not b.per_cta:  # no program id in either: the same in every CTA
+            return True
+        from protosim.frontends.ttgir.values import addresses
+
+        for cta in {1, self.ctas - 1}:
+            values = self.values_for(cta, {*a.per_cta.values(), *b.per_cta.values()})
+            seen = []
+            for got in (a, b):
+                there = {t: values[uid] for t, uid in got.per_cta.items()}
+                if not all(isinstance(v, int) for v in there.values()):
+                    return False
+                at = addresses(got.pointer, got.mask, got.defs, {**got.reads, **there}.get)
+                if at is None:
+                    return False
+                seen.append((at[0], at[1].tobytes()))
+            if seen[0] != seen[1]:
+                return False
+        return True
 
     def global_atomic(self, st: Stmt) -> None:
         """``tt.atomic_rmw`` / ``tt.atomic_cas``: timed as the ``st.global`` of the same tensor
@@ -964,9 +1081,10 @@ class Walker:
         self.generic_write(buf)
         masked = _MASK_OPERAND.search(st.rest)
         content = self.content(buf)
+        got = self.addressed(ops[0], masked.group(1) if masked else None)
         self.ops.append(CpAsync(bytes=max(1, md.stage_bytes // self.role.warps),
                                 dst=Access(buf, stage, content, WARP_PART),
-                                src=self.global_key(f"{buf}@{self.writes[buf] - 1}", ops[:1]),
+                                src=self.read_key(f"{buf}@{self.writes[buf] - 1}", ops[:1], got),
                                 zero_fill=masked is not None and masked.group(1) in self.all_false))
 
     def async_wait(self, st: Stmt) -> None:

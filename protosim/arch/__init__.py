@@ -129,6 +129,10 @@ class ArchProfile:
     """A warp's MUFU instruction (ex2, lg2, rcp, rsqrt, sin, cos)."""
     alu_shfl_cycles: float
     """A warp's SHFL (a reduction's butterfly step)."""
+    alu_half_issue_cycles: float
+    """The issue slots an FMNMX / F2FP takes from its scheduler (its pipe: ``alu_half_rate_cycles``)."""
+    alu_mufu_issue_cycles: float
+    """The issue slots a MUFU instruction takes from its scheduler (its pipe: ``alu_mufu_cycles``)."""
     sm_subpartitions: int
     """Warp schedulers per SM: a CTA's warp ``g`` issues its register math on sub-partition ``g % n``."""
     cta_turnover_cycles: float

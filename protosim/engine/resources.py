@@ -248,6 +248,22 @@ class MmaUnit:
         return start, self.free_at, done
 
 
+class Scheduler:
+    """One SM sub-partition's warp scheduler: its issue slots and the pipes it issues register
+    math to, each a server of cycles (``engine.units.alu``).  The pipes work at the same time:
+    a MUFU.EX2 mixed with up to four FFMA costs the EX2 alone on the H200
+    (results/silicon/microbench/2026-12-02_h200_alu_mix.md)."""
+
+    __slots__ = ("issue", "mufu", "half", "shfl")
+
+    def __init__(self):
+        self.issue = Pipe(1.0)
+        self.mufu = Pipe(1.0)
+        self.half = Pipe(1.0)
+        """The ALU pipe: FMNMX, F2FP."""
+        self.shfl = Pipe(1.0)
+
+
 class SmUnits:
     """The per-SM units a CTA's ops use."""
 
@@ -261,8 +277,8 @@ class SmUnits:
         self.stores = Pipe(1.0 / arch.global_store_issue_cycles)
         """Warp ``st.global`` instructions this SM issues (a fixed cost each, whatever the width)."""
         self.smem = Pipe(arch.smem_bytes_per_clk)
-        self.alu = [Pipe(1.0) for _ in range(arch.sm_subpartitions)]
-        """Cycles of each warp scheduler's arithmetic pipes (``engine.units.alu``)."""
+        self.alu = [Scheduler() for _ in range(arch.sm_subpartitions)]
+        """Each warp scheduler's issue slots and arithmetic pipes (``engine.units.alu``)."""
         self.mma = MmaUnit()
         self.tmem_free = arch.tmem_columns
         self.tmem_waiters: list = []

@@ -74,20 +74,24 @@ PER_ELEMENT = {"arith.addf": (1, 0, 0), "arith.subf": (1, 0, 0), "arith.mulf": (
         "math.absf": (1, 0, 0),
         "arith.maxnumf": (0, 1, 0), "arith.minnumf": (0, 1, 0), "arith.maximumf": (0, 1, 0),
         "arith.minimumf": (0, 1, 0), "arith.truncf": (0, 1, 0),
-        "math.exp2": (0, 0, 1), "math.log2": (0, 0, 1), "math.rsqrt": (0, 0, 1), "math.sin": (0, 0, 1),
-        "math.cos": (0, 0, 1), "math.exp": (1, 0, 1), "math.log": (1, 0, 1), "math.sqrt": (1, 0, 1),
-        "arith.divf": (2, 0, 1),
-        # read from SASS (below): libdevice's sequences, FP32-pipe instructions and MUFU ops
+        "math.exp2": (0, 0, 1), "math.rsqrt": (0, 0, 1), "math.sqrt": (0, 0, 1), "math.sin": (0, 0, 1),
+        "math.cos": (0, 0, 1),
+        # read from SASS (below)
+        "math.exp": (4, 0, 1), "arith.divf": (7, 0, 1), "math.log": (20, 8, 0), "math.log2": (22, 8, 0),
         "math.erf": (14, 0, 1), "__nv_erff": (14, 0, 1), "__nv_tanhf": (14, 0, 2)}
-"""Warp instructions per element by class (FP32 pipe, half-rate FMNMX / F2FP, MUFU) of the float
-ops Triton lowers one instruction (or a short fixed sequence) per element: ``exp`` / ``log`` are
-``ex2`` / ``lg2`` with a multiply, ``sqrt`` an ``rsqrt`` and a multiply, ``divf`` a reciprocal
-and two FP32 steps.  Not read from SASS: the lowering is the assumption -- except ``erf`` and
-``tanh`` (``math.erf``; ``tt.extern_elementwise`` of libdevice's ``__nv_erff`` / ``__nv_tanhf``,
-keyed by symbol), whose instructions were counted in the SASS of a one-element-a-thread fp32
-kernel (Triton 3.6, sm_90a, cuobjdump) less the same kernel without the call: erf 2 FADD, 7
-FFMA, 1 FMUL, 1 FSEL, 1 FSETP, 2 HFMA2 (constants) and 1 MUFU; tanh 2 FADD, 6 FFMA, 2 FMUL,
-1 FSEL, 2 FSETP, 1 HFMA2 and 2 MUFU (docs/semantics.md "Register math")."""
+"""Warp instructions per element by class (FP32 pipe; the ALU pipe's FMNMX / F2FP and integer
+ops; MUFU) of the float ops Triton lowers one instruction or a fixed sequence per element.  Read
+from SASS (Triton 3.6, sm_90a, cuobjdump; a one-element-a-thread fp32 kernel with the op less the
+same kernel without it): ``exp2`` (``ex2.approx.ftz``), ``rsqrt`` and ``sqrt``
+(``sqrt.approx.ftz``) are one MUFU op; ``exp`` is ``ex2.approx`` without ftz -- a multiply by
+log2(e), a compare with -126 and two predicated multiplies around the MUFU.EX2 (a denormal result's
+fix-up), 4 FP32 and 1 MUFU; ``x / y`` (``div.full``) a MUFU.RCP, 5 FMUL and 2 FSETP; ``log`` and
+``log2`` are no MUFU op at all but libdevice's polynomial, 20 / 22 FP32 (12 FFMA) and 8 integer
+instructions; ``erf`` and ``tanh`` (``math.erf``; ``tt.extern_elementwise`` of libdevice's
+``__nv_erff`` / ``__nv_tanhf``, keyed by symbol): erf 2 FADD, 7 FFMA, 1 FMUL, 1 FSEL, 1 FSETP, 2
+HFMA2 (constants) and 1 MUFU; tanh 2 FADD, 6 FFMA, 2 FMUL, 1 FSEL, 2 FSETP, 1 HFMA2 and 2 MUFU
+(docs/semantics.md "Register math").  ``sin`` / ``cos`` are not read: their SASS holds a slow path
+through local memory; one MUFU op is the assumption."""
 _PACKED = ("arith.truncf",)
 """Ops whose instruction handles two elements whatever the type (F2FP packs two fp32 into fp16x2)."""
 _TYPE = re.compile(r"tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)")

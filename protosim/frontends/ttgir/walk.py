@@ -19,6 +19,7 @@ Triton's membar pass) are kept.  Which data a read expects is decided afterwards
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from math import prod
@@ -147,7 +148,8 @@ class Addressed:
     base: str
     """The pointer the offsets count from (a kernel argument, where the walk can follow it back)."""
     offsets: Any
-    """The distinct unmasked element offsets, sorted (a numpy array)."""
+    """The distinct unmasked element offsets, sorted (a numpy array; None where ``Walker.read_at``
+    keeps the read)."""
     lanes: int
     reads: dict[str, Any]
     """The scalars the offsets and the mask were computed from, as this walk holds them."""
@@ -938,7 +940,8 @@ class Walker:
         import hashlib
 
         signature = (arg, got.offsets.size, hashlib.blake2b(got.offsets.tobytes(), digest_size=16).digest())
-        first = self.read_at.setdefault(signature, (key, got))
+        # the offsets are not kept: a check evaluates them again (a walk makes many such reads)
+        first = self.read_at.setdefault(signature, (key, dataclasses.replace(got, offsets=None)))
         if first[0] == key or first[0].partition("|")[2] != key.partition("|")[2]:
             return key
         return first[0] if self.same_in_other_ctas(first[1], got) else key

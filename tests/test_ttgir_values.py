@@ -63,3 +63,23 @@ def test_an_edited_range_is_not_built(tmp_path):
     except TtgirError:
         return  # refused with a message: as good
     assert all(mem is None for _, mem in memory(schedule, GlobalLoad) + memory(schedule, GlobalStore))
+
+
+def test_a_mask_splat_from_a_scalar_i1_masks_lanes_not_indexes_them():
+    """``tt.splat %pred : i1`` (a pipelined copy's predicate) evaluates as integers; the lanes it
+    turns on are the non-zero ones.  Taken as an index array it once picked row 1 of a 32 x 128
+    tile 4096 times over (128 distinct elements, a 512k-element array per copy)."""
+    from protosim.frontends.ttgir.text import Stmt
+    from protosim.frontends.ttgir.values import addresses
+
+    L = "#blocked"
+    defined = {
+        "%r": Stmt(1, ["%r"], "tt.make_range", f"{{end = 4096 : i32, start = 0 : i32}} : tensor<4096xi32, {L}>"),
+        "%p": Stmt(2, ["%p"], "tt.splat", f"%x_ptr : !tt.ptr<f16> -> tensor<4096x!tt.ptr<f16>, {L}>"),
+        "%q": Stmt(3, ["%q"], "tt.addptr", f"%p, %r : tensor<4096x!tt.ptr<f16>, {L}>, tensor<4096xi32, {L}>"),
+        "%m": Stmt(4, ["%m"], "tt.splat", f"%pred : i1 -> tensor<4096xi1, {L}>"),
+    }
+    on = addresses("%q", "%m", defined, {"%pred": 1}.get)
+    off = addresses("%q", "%m", defined, {"%pred": 0}.get)
+    assert on[0] == "%x_ptr" and on[1].size == 4096 and on[2] == 4096
+    assert off[1].size == 0

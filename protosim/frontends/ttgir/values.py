@@ -197,8 +197,8 @@ def addresses(pointer: str, mask: str | None, defined: dict, scalar: Callable[[s
         m = evaluate(mask, defined, scalar)
         if not isinstance(m, np.ndarray):
             return None
-        try:
-            m = np.broadcast_to(m, offsets.shape)
+        try:  # an i1 splat of a scalar evaluates as integers: a lane is on where it is non-zero
+            m = np.broadcast_to(m != 0, offsets.shape)
         except ValueError:
             return None
         offsets = offsets[m]

@@ -58,3 +58,17 @@ def strided(x_ptr, y_ptr, n, STRIDE: tl.constexpr, PAIR: tl.constexpr, BLOCK: tl
         tl.store(y_ptr + STRIDE * i + 1, (b * 0.5 + a).to(y_ptr.dtype.element_ty), mask=ok)
     else:
         tl.store(y_ptr + STRIDE * i, (a * 2.0).to(y_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def lanes_apart(x_ptr, out_ptr, STRIDE: tl.constexpr, ITERS: tl.constexpr, BLOCK: tl.constexpr):
+    """Loads whose lanes are ``STRIDE`` fp16 elements apart (2 bytes each; ``STRIDE = 64``: every lane
+    in its own 128-byte line), ``ITERS`` times over two regions of a few KB that stay in the SM's L1:
+    the cost of a load instruction by the lines its lanes touch, apart from the memory behind."""
+    pid = tl.program_id(0)
+    i = tl.arange(0, BLOCK)
+    base = (pid % 16) * (2 * BLOCK * STRIDE)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for it in range(ITERS):
+        acc += tl.load(x_ptr + base + (it % 2) * (BLOCK * STRIDE) + i * STRIDE).to(tl.float32)
+    tl.store(out_ptr + pid * BLOCK + i, acc)

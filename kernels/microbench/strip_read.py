@@ -61,14 +61,20 @@ def strided(x_ptr, y_ptr, n, STRIDE: tl.constexpr, PAIR: tl.constexpr, BLOCK: tl
 
 
 @triton.jit
-def lanes_apart(x_ptr, out_ptr, STRIDE: tl.constexpr, ITERS: tl.constexpr, BLOCK: tl.constexpr):
-    """Loads whose lanes are ``STRIDE`` fp16 elements apart (2 bytes each; ``STRIDE = 64``: every lane
-    in its own 128-byte line), ``ITERS`` times over two regions of a few KB that stay in the SM's L1:
-    the cost of a load instruction by the lines its lanes touch, apart from the memory behind."""
+def lanes_apart(x_ptr, out_ptr, STRIDE: tl.constexpr, ITERS: tl.constexpr, BLOCK: tl.constexpr,
+                STORE: tl.constexpr):
+    """Loads (``STORE=0``) or stores (``STORE=1``) whose lanes are ``STRIDE`` fp16 elements apart (2
+    bytes each; ``STRIDE = 64``: every lane in its own 128-byte line), ``ITERS`` times over two
+    regions of a few KB (a load's stay in the SM's L1): the cost of an instruction by the lines its
+    lanes touch, apart from the memory behind."""
     pid = tl.program_id(0)
     i = tl.arange(0, BLOCK)
     base = (pid % 16) * (2 * BLOCK * STRIDE)
-    acc = tl.zeros((BLOCK,), tl.float32)
-    for it in range(ITERS):
-        acc += tl.load(x_ptr + base + (it % 2) * (BLOCK * STRIDE) + i * STRIDE).to(tl.float32)
-    tl.store(out_ptr + pid * BLOCK + i, acc)
+    if STORE:
+        for it in range(ITERS):
+            tl.store(x_ptr + base + (it % 2) * (BLOCK * STRIDE) + i * STRIDE, (2 * i + it % 2).to(tl.float16))
+    else:
+        acc = tl.zeros((BLOCK,), tl.float32)
+        for it in range(ITERS):
+            acc += tl.load(x_ptr + base + (it % 2) * (BLOCK * STRIDE) + i * STRIDE).to(tl.float32)
+        tl.store(out_ptr + pid * BLOCK + i, acc)

@@ -109,24 +109,32 @@ def main(argv=None) -> int:
         # lanes apart: L1-resident loads, 132 x 8 programs of 4 warps, 4096 loads a lane
         from kernels.microbench.strip_read import lanes_apart
         block, iters, programs = 128, 4096, 132 * 8
-        for stride in (1, 2, 4, 8, 16, 32, 64):
-            x = torch.randn(16 * 2 * block * stride, device="cuda").to(torch.float16)
-            out = torch.empty(programs * block, device="cuda")
+        for store in (0, 1):
+            for stride in (1, 2, 4, 8, 16, 32, 64):
+                x = torch.randn(16 * 2 * block * stride, device="cuda").to(torch.float16)
+                out = torch.empty(programs * block, device="cuda")
 
-            def launch(stride=stride, x=x, out=out):
-                return lanes_apart[(programs,)](x, out, STRIDE=stride, ITERS=iters, BLOCK=block, num_warps=4)
+                def launch(stride=stride, x=x, out=out, store=store):
+                    return lanes_apart[(programs,)](x, out, STRIDE=stride, ITERS=iters, BLOCK=block, STORE=store,
+                                                    num_warps=4)
 
-            k = launch()
+                k = launch()
 
-            def check(stride=stride, x=x, out=out):
-                v = x.float().view(16, 2, block, stride)[:, :, :, 0]
-                want = (v[:, 0] + v[:, 1]) * (iters // 2)
-                got = out.view(programs, block)
-                return torch.allclose(got, want.repeat(programs // 16, 1), rtol=1e-3, atol=1e-1)
-            row = {"kernel": "lanes_apart", "case": f"stride{stride} b{block} it{iters} p{programs}", "stride": stride,
-                   "block": block, "iters": iters, "programs": programs, "num_warps": 4,
-                   "warp_loads": programs * 4 * iters, "read_bytes": programs * block * iters * 2, "write_bytes": 0}
-            record(f, row, k, launch, check)
+                def check(stride=stride, x=x, out=out, store=store):
+                    if store:  # region r of every program gets 2 i + r (the same whichever program wrote last)
+                        v = x.view(16, 2, block, stride)[:, :, :, 0].float()
+                        i = torch.arange(block, device="cuda").float()
+                        return torch.equal(v, torch.stack([2 * i, 2 * i + 1]).expand(16, 2, block))
+                    v = x.float().view(16, 2, block, stride)[:, :, :, 0]
+                    want = (v[:, 0] + v[:, 1]) * (iters // 2)
+                    got = out.view(programs, block)
+                    return torch.allclose(got, want.repeat(programs // 16, 1), rtol=1e-3, atol=1e-1)
+                moved = programs * block * iters * 2
+                row = {"kernel": "lanes_apart", "case": f"{'store' if store else 'load'} stride{stride} b{block} it{iters} "
+                       f"p{programs}", "store": store, "stride": stride, "block": block, "iters": iters,
+                       "programs": programs, "num_warps": 4, "warp_instructions": programs * 4 * iters,
+                       "read_bytes": 0 if store else moved, "write_bytes": moved if store else 0}
+                record(f, row, k, launch, check)
     return 0
 
 

@@ -1,6 +1,7 @@
 """Run ``kernels/microbench/strip_read.py`` on the GPU at hand: kernel-only time of a matrix read in
-column strips of several widths (stored or atomically added sums), and of loads and stores whose
-lanes are 1 or 2 elements apart.
+column strips of several widths (stored or atomically added sums) -- and held-out set 5's bias
+gradient at the shape of one of them --, of loads and stores whose lanes are 1 or 2 elements apart,
+and of L1-resident loads and stores whose lanes touch 1-32 lines an instruction.
 
     python -m kernels.runner.strip_read --out strip.jsonl --commit SHA
 
@@ -78,6 +79,23 @@ def main(argv=None) -> int:
                                    "grid": list(grid), "read_bytes": M * N * 2,
                                    "write_bytes": 4 * N * (1 if atomic else M // rows)}
                             record(f, row, k, launch, check)
+        # held-out set 5's bias gradient (a masked load with other=0 a row) beside the strip of its
+        # shape: the same bytes, ptxas's schedule of the loads apart (kernels.toolchain.sass.loads_in_flight)
+        from kernels.triton.heldout5 import bias_grad_kernel
+
+        for stages in (3, 1):
+            out = torch.zeros(N, device="cuda")
+
+            def launch(out=out, stages=stages):
+                out.zero_()
+                return bias_grad_kernel[(N // 128, M // 512, 1)](x, out, M, N, BLOCK_M=64, BLOCK_N=128, SPLIT_M=M // 512,
+                                                                 num_warps=4, num_stages=stages)
+
+            k = launch()
+            row = {"kernel": "h5_bias_grad", "case": f"64x128 rows512 masked s{stages}", "block_m": 64, "block_n": 128,
+                   "strip_bytes": 256, "rows": 512, "atomic": 1, "num_stages": stages, "num_warps": 4,
+                   "grid": [N // 128, M // 512, 1], "read_bytes": M * N * 2, "write_bytes": 4 * N}
+            record(f, row, k, launch, lambda out=out: torch.allclose(out, want, rtol=1e-3, atol=1e-1))
         x = want = None
         torch.cuda.empty_cache()
         src = torch.randn(2 * STRIDED_N, device="cuda").to(torch.float16)

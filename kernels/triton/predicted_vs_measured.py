@@ -40,7 +40,7 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
-CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3", "heldout4", "heldout5")
+CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6")
 """The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the five held-out
 sets (``kernels/triton/heldout*.py``: written apart from the reader, each kernel ran correctly on
 the H200).  tests/triton_corpus.py judges the same folders."""
@@ -109,9 +109,13 @@ def _measured(measured_files: list[Path]):
             yield (rec.get("file") or rec.get("record") or "").removesuffix(".ttgir"), rec
 
 
-def rows(measured_files: list[Path], max_ops: int = DEFAULT_MAX_OPS) -> list[dict]:
+def rows(measured_files: list[Path], max_ops: int = DEFAULT_MAX_OPS, workers: int | None = 1) -> list[dict]:
+    """One row per correct run of a corpus kernel in the files, in their order; the predictions
+    spread over ``workers`` processes (``protosim.sweep``; None: every core)."""
+    from protosim.sweep import run_sweep
+
     index = _index()
-    out = []
+    items = []
     for key, rec in _measured(measured_files):
         if key not in index:  # say so: a record of a folder not in CORPORA would vanish from the table
             print(f"predicted_vs_measured: {key}: no fixture in {', '.join(CORPORA)} (tests/fixtures/triton); "
@@ -122,20 +126,30 @@ def rows(measured_files: list[Path], max_ops: int = DEFAULT_MAX_OPS) -> list[dic
         corpus, irec = index[key]
         if irec.get("expected") not in ("correct", "clean"):
             continue
-        row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec), "n_spills": rec.get("n_spills")}
-        try:
-            verdict = predict(FIXTURES / corpus / f"{key}.ttgir", n_regs=rec.get("n_regs"), max_ops=max_ops)
-            row["predicted_us"] = verdict.timing.kernel_us
-            row["findings"] = verdict.kinds()
-        except TtgirError as e:
-            row["refused"] = str(e).split(": ", 1)[-1][:160]
-        flops = _flops(irec)
-        if flops and row.get("predicted_us"):
-            row["predicted_tflops"] = flops / row["predicted_us"] / 1e6
-            if row["measured_us"]:
-                row["measured_tflops"] = flops / row["measured_us"] / 1e6
-        out.append(row)
-    return out
+        items.append((key, corpus, irec, rec, max_ops))
+
+    def progress(done: int, total: int) -> None:
+        print(f"\rpredicted {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
+
+    return run_sweep(items, _row, workers=workers, chunk_size=1, progress=progress)
+
+
+def _row(item) -> dict:
+    """One kernel's row: its prediction beside its measured time (a sweep's work function)."""
+    key, corpus, irec, rec, max_ops = item
+    row = {"file": key, "corpus": corpus, "measured_us": _measured_us(rec), "n_spills": rec.get("n_spills")}
+    try:
+        verdict = predict(FIXTURES / corpus / f"{key}.ttgir", n_regs=rec.get("n_regs"), max_ops=max_ops)
+        row["predicted_us"] = verdict.timing.kernel_us
+        row["findings"] = verdict.kinds()
+    except TtgirError as e:
+        row["refused"] = str(e).split(": ", 1)[-1][:160]
+    flops = _flops(irec)
+    if flops and row.get("predicted_us"):
+        row["predicted_tflops"] = flops / row["predicted_us"] / 1e6
+        if row["measured_us"]:
+            row["measured_tflops"] = flops / row["measured_us"] / 1e6
+    return row
 
 
 SILICON_OUTCOME = {"correct": "correct", "wrong": "wrong", "timeout": "deadlock", "fault": "fault"}
@@ -177,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--outcomes", action="store_true", help="outcome agreement instead of timing")
     ap.add_argument("--runs", type=int, default=12, help="explore replays per kernel (--outcomes)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="processes the predictions spread over (default: every core; 1: this process)")
     ap.add_argument("--max-ops", type=int, default=DEFAULT_MAX_OPS,
                     help=f"refuse a kernel whose schedule would exceed this many ops (default {DEFAULT_MAX_OPS:,})")
     args = ap.parse_args(argv)
@@ -200,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(r["agrees"] for r in table)
         print(f"\n{n}/{len(table)} H200 outcomes are in the simulator's outcome set")
         return 0
-    table = rows(args.measured, max_ops=args.max_ops)
+    if args.workers is not None and args.workers < 1:
+        ap.error("--workers: give a positive integer")
+    table = rows(args.measured, max_ops=args.max_ops, workers=args.workers)
     if args.json:
         for r in table:
             print(json.dumps(r))

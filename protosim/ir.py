@@ -412,6 +412,9 @@ class GlobalStore(Op):
     memory_bytes: int | None = None
     """Bytes of distinct, unmasked elements the warp's share writes, where they differ from
     ``bytes`` (what the L2 and DRAM take; the instructions are ``bytes``' all the same)."""
+    lines: float | None = None
+    """Distinct 128-byte lines one warp store instruction touches, where its lanes are not
+    contiguous (more than ``32 x store_bytes / 128``; :class:`GlobalLoad`'s ``lines``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -436,6 +439,15 @@ class GlobalLoad(Op):
     """Bytes of distinct, unmasked elements the warp's share reads, where they differ from
     ``bytes``: what the L2 and DRAM serve (lanes that name one address share its bytes; a
     masked-off lane reads nothing), while the instructions are ``bytes``' all the same."""
+    in_flight: int = 0
+    """Of a lane's ``bytes / 32 / load_bytes`` loads, how many are out at once (0: all): ptxas may
+    issue a tile's loads one at a time, each after the one before was used (docs/semantics.md
+    "Global loads into registers").  The registers fill after ``loads / in_flight`` latencies."""
+    lines: float | None = None
+    """Distinct 128-byte lines one warp load instruction touches (a mean over its instructions),
+    where its lanes are not contiguous: more than ``32 x load_bytes / 128``.  The SM's L1 serves
+    an instruction a line at a time (docs/semantics.md "Global loads into registers"); None: the
+    lanes are contiguous."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -885,6 +897,14 @@ def validate(s: Schedule) -> None:
                         not (isinstance(op.memory_bytes, int) and 0 <= op.memory_bytes <= max(op.bytes, 1)):
                     raise ScheduleError(f"{where}: memory_bytes = {op.memory_bytes!r}; the distinct bytes the warp's "
                                         f"lanes address are an int from 0 to bytes ({op.bytes}), or null for all of them")
+                if isinstance(op, GlobalLoad) and (isinstance(op.in_flight, bool) or not isinstance(op.in_flight, int)
+                                                   or op.in_flight < 0):
+                    raise ScheduleError(f"{where}: in_flight = {op.in_flight!r}; a lane's loads out at once are an "
+                                        "integer >= 1, or 0 for all of them")
+                if isinstance(op, (GlobalLoad, GlobalStore)) and op.lines is not None and \
+                        not (isinstance(op.lines, (int, float)) and not isinstance(op.lines, bool) and 1 <= op.lines <= 32):
+                    raise ScheduleError(f"{where}: lines = {op.lines!r}; the 128-byte lines one warp instruction "
+                                        "touches are a number from 1 to 32, or null for contiguous lanes")
                 for acc in op.accesses():
                     buf = buffers.get(acc.buffer)
                     if buf is None:

@@ -117,6 +117,45 @@ def max_in_flight(ops: list[tuple[str, str, int]]) -> int:
     return peak
 
 
+INSTRUCTION = re.compile(r"/\*[0-9a-f]{4}\*/\s+(.*?)\s*;")
+
+
+def loads_in_flight(sass: str) -> int | None:
+    """The most global loads into registers (``LDG``) one thread has out at once: for each load, it
+    and the loads issued after it before the first instruction that reads its destination, the
+    largest of those counts over the kernel; None when it has no ``LDG``.
+
+    Triton's ``tt.load`` of a tile is several ``LDG`` per thread; ptxas usually issues them all
+    before their first use, but a masked load with ``other`` (the zero it must write where the mask
+    is off) can be scheduled one at a time, each waiting for the one before to be consumed: held-out
+    set 5's bias gradient, 8 ``LDG.E.128`` a thread each behind its own ``CS2R`` zeroing and
+    ``FADD`` use, ran 1.7x the time of the same loads unmasked (results/silicon/microbench/
+    2026-12-02_h200_strip_read.md).  A linear scan: a load whose first use is in the next iteration
+    of a loop counts the loads up to the listing's end of that use or its end."""
+    body = INSTRUCTION.findall(sass)
+    best = None
+    for i, text in enumerate(body):
+        m = LOAD.search(text)
+        if not m:
+            continue
+        opcode = text[m.start():].split()[0].split(".")
+        width = next((WIDTH[x] for x in opcode if x in WIDTH), 4)
+        first = int(m.group(1)[1:])
+        regs = [f"R{first + k}" for k in range(max(1, width // 4))]
+        use = re.compile(r"\b(?:%s)\b" % "|".join(regs))
+        out = 1
+        for later in body[i + 1:]:
+            if LOAD.search(later):
+                out += 1
+                continue
+            _, _, operands = later.partition(" ")
+            sources = operands.split(",", 1)[1] if "," in operands else operands
+            if use.search(sources):
+                break
+        best = out if best is None else max(best, out)
+    return best
+
+
 def registers(cubin: Path, tool: str) -> int:
     text = subprocess.run([tool, "-res-usage", str(cubin)], capture_output=True, text=True, check=True).stdout
     m = re.search(r"REG:(\d+)", text)

@@ -17,7 +17,8 @@ under ``<out>/triton-<version>/``:
 
     <name>.<target>.ttgir        kernel.asm["ttgir"], as Triton printed it
     <name>.<target>.json         the compiled kernel's metadata (JSON-able fields), with n_regs and
-                                 n_spills read off its cubin (cuobjdump -res-usage: REG, STACK / 4)
+                                 n_spills read off its cubin (cuobjdump -res-usage: REG, STACK / 4),
+                                 and ldg_in_flight off its SASS (the most global loads a thread has out)
     <name>.<target>.launch.json  the integer arguments that survive in the TTGIR, and ctas
     <name>.<target>.alloc.mlir   the TTGIR after Triton's own shared/tensor-memory
                                  allocation passes (and membar where the version exposes
@@ -513,11 +514,13 @@ def ptxas_usage(kernel) -> dict:
     """What ptxas gave the compiled kernel, read on the CPU from its cubin with the ``cuobjdump``
     Triton ships (``cuobjdump -res-usage``): ``n_regs`` (REG) and ``n_spills`` (STACK / 4), the
     numbers the driver reports as ``kernel.n_regs`` / ``kernel.n_spills`` once it loads the kernel
-    (equal on the held-out kernels run on the H200).  Empty when there is no cubin or no tool."""
+    (equal on the held-out kernels run on the H200); and from its SASS ``ldg_in_flight``, the most
+    global loads a thread has out at once (``kernels.toolchain.sass.loads_in_flight``).  Empty
+    when there is no cubin or no tool."""
     import subprocess
     import tempfile
 
-    from kernels.toolchain.sass import find_cuobjdump
+    from kernels.toolchain.sass import find_cuobjdump, loads_in_flight
 
     cubin, tool = kernel.asm.get("cubin"), find_cuobjdump()
     if not cubin or tool is None:
@@ -526,8 +529,12 @@ def ptxas_usage(kernel) -> dict:
         f.write(cubin)
         f.flush()
         text = subprocess.run([tool, "-res-usage", f.name], capture_output=True, text=True, check=True).stdout
+        # the cuobjdump Triton ships cannot disassemble every target's SASS (sm_100a): then no ldg_in_flight
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=False).stdout
     regs, stack = re.search(r"REG:(\d+)", text), re.search(r"STACK:(\d+)", text)
-    return {**({"n_regs": int(regs.group(1))} if regs else {}), **({"n_spills": int(stack.group(1)) // 4} if stack else {})}
+    in_flight = loads_in_flight(sass)
+    return {**({"n_regs": int(regs.group(1))} if regs else {}), **({"n_spills": int(stack.group(1)) // 4} if stack else {}),
+            **({"ldg_in_flight": in_flight} if in_flight else {})}
 
 
 def metadata(kernel) -> dict:

@@ -112,6 +112,11 @@ class ArchProfile:
     """One SM's cost per warp ``ld.global`` of 4 bytes or more per lane, beside its bytes."""
     global_load_subword_issue_cycles: float
     """The same for 1- and 2-byte loads (``LDG.E.U16``: the seed's Hopper copy)."""
+    l1_line_load_cycles: float
+    """One SM's cost per 128-byte line a warp ``ld.global`` touches: an instruction whose lanes are
+    not contiguous takes ``lines x`` this (``GlobalLoad.lines``) where that is more than its issue."""
+    l1_line_store_cycles: float
+    """The same for a warp ``st.global`` (``GlobalStore.lines``), against ``global_store_issue_cycles``."""
     copy_store_issue_cycles: float
     """One SM's cost per warp ``st.shared`` of a thread copy (each loaded value is stored once)."""
     smem_bytes_per_clk: float

@@ -64,7 +64,10 @@ def lsu_cycles(op: ThreadCopy | CpAsync | GlobalLoad, arch) -> float:
     if cls is ThreadCopy:
         return op.loads_per_lane * (load_issue_cycles(op.load_bytes, arch) + arch.copy_store_issue_cycles)
     if cls is GlobalLoad:
-        return max(1, -(-op.bytes // (32 * op.load_bytes))) * load_issue_cycles(op.load_bytes, arch)
+        per = load_issue_cycles(op.load_bytes, arch)
+        if op.lines is not None:  # lanes not contiguous: the L1 serves the instruction a line at a time
+            per = max(per, op.lines * arch.l1_line_load_cycles)
+        return max(1, -(-op.bytes // (32 * op.load_bytes))) * per
     return op.bytes / arch.lsu_bytes_per_clk
 
 
@@ -169,7 +172,8 @@ class LsuUnit(Unit):
         loads into registers")."""
         m = self.m
         now = m.env.now
-        _, ready, issued = self._read(w, op, f"{op.src}#{w.warp}")
+        rounds = max(1.0, op.bytes / (32 * op.load_bytes) / op.in_flight) if op.in_flight else 1.0
+        _, ready, issued = self._read(w, op, f"{op.src}#{w.warp}", rounds)
         filled = w.loads_ready
         filled.append(max(ready, filled[-1]) if filled else ready)  # returned in issue order
         return m.env.timeout(issued - now) if issued > now else None
@@ -196,7 +200,10 @@ class LsuUnit(Unit):
         m, arch = self.m, self.arch
         now = m.env.now
         instructions = -(-op.bytes // (THREADS[op.issuer] * op.store_bytes))
-        issued = max(w.cta.sm.stores.serve(now, instructions), m.memory.store_pipe.serve(now, instructions))
+        at_sm = instructions
+        if op.lines is not None:  # lanes not contiguous: a line at a time, where that costs more than the issue
+            at_sm *= max(1.0, op.lines * arch.l1_line_store_cycles / arch.global_store_issue_cycles)
+        issued = max(w.cta.sm.stores.serve(now, at_sm), m.memory.store_pipe.serve(now, instructions))
         m.memory.write(now, op.bytes if op.memory_bytes is None else op.memory_bytes, w.cta.sm.side)
         m.at(issued + m.timing.scale(arch.global_store_latency), _landed)
         return m.env.timeout(issued - now)

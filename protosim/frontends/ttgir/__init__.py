@@ -154,6 +154,7 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     check_metadata(mod, path)
     meta = metadata(path) or {}
     mod.metadata_shared = meta.get("shared")
+    mod.ldg_in_flight = meta.get("ldg_in_flight")
     if meta.get("enable_fp_fusion") is False:  # compiled without FMA contraction
         mod.fused_adds = frozenset()
 

@@ -178,6 +178,12 @@ def _metadata(path: Path) -> tuple[Path, dict[str, Any]] | None:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise TtgirError(f"{path}: metadata {side}: n_spills = {v!r}: registers spilled per thread are an integer "
                              ">= 0 (the compiled kernel's n_spills); fix it or remove the field")
+    if data.get("ldg_in_flight") is not None:  # read off the SASS by kernels/triton/corpus.py
+        v = data["ldg_in_flight"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise TtgirError(f"{path}: metadata {side}: ldg_in_flight = {v!r}: the most global loads a thread has out "
+                             "at once is an integer >= 1 (kernels.toolchain.sass.loads_in_flight); fix it or remove the "
+                             "field")
     return side, data
 
 

@@ -68,6 +68,15 @@ def moved(type_text: str, layouts: dict[str, str]) -> tuple[int, int] | None:
     return _elements(dims) * b, lane_width(layouts.get(layout, layout), b)
 
 
+def pointer_layout(type_text: str, layouts: dict[str, str]) -> tuple[int, str] | None:
+    """(element bytes, layout text) of a tensor-of-pointers type (``tensor<AxBx!tt.ptr<f16>,
+    #blocked>``); None for a scalar or a block pointer."""
+    m = _POINTER.search(type_text)
+    if not m or not m.group(1):
+        return None
+    return element_bytes(m.group(2)), layouts.get(m.group(3), m.group(3))
+
+
 # -- register math ------------------------------------------------------------------------------
 PER_ELEMENT = {"arith.addf": (1, 0, 0), "arith.subf": (1, 0, 0), "arith.mulf": (1, 0, 0), "arith.negf": (1, 0, 0),
         "math.fma": (1, 0, 0), "arith.cmpf": (1, 0, 0), "arith.select": (1, 0, 0), "arith.extf": (1, 0, 0),

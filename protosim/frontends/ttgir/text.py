@@ -135,6 +135,9 @@ class Ttgir:
 
     metadata_shared: int | None = None
     """``shared`` of the compiled kernel's metadata beside the file (set by ``read``)."""
+    ldg_in_flight: int | None = None
+    """``ldg_in_flight`` of that metadata: the most global loads a thread has out at once, read off
+    the compiled SASS (set by ``read``; None where the metadata does not say)."""
 
     @property
     def shared_bytes(self) -> int:

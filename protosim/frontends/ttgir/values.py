@@ -186,13 +186,15 @@ def _shaped(shape: tuple[int, ...], *arrays) -> bool:
 
 
 def addresses(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str], Any]):
-    """(base pointer, the distinct unmasked element offsets from it -- sorted --, all lanes) of a
-    load or store through ``pointer`` under ``mask``; None when either is not known."""
+    """(base pointer, the distinct unmasked element offsets from it -- sorted --, all lanes, the
+    offsets element by element in the tensor's shape with -1 where the mask is off) of a load or
+    store through ``pointer`` under ``mask``; None when either is not known."""
     p = evaluate(pointer, defined, scalar)
     if not isinstance(p, Pointer):
         return None
     offsets = p.offsets
     lanes = int(offsets.size)
+    full = offsets
     if mask is not None:
         m = evaluate(mask, defined, scalar)
         if not isinstance(m, np.ndarray):
@@ -201,8 +203,21 @@ def addresses(pointer: str, mask: str | None, defined: dict, scalar: Callable[[s
             m = np.broadcast_to(m != 0, offsets.shape)
         except ValueError:
             return None
+        full = np.where(m, offsets, -1)
         offsets = offsets[m]
-    return p.base, np.unique(offsets), lanes
+    return p.base, distinct(offsets), lanes, full
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` of a flat integer array, by sorting (numpy 2's hash-based ``unique`` is ~10x
+    slower on the few thousand offsets of a tile, and a walk evaluates thousands of them)."""
+    s = np.sort(values, axis=None)
+    if s.size < 2:
+        return s
+    keep = np.empty(s.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 def touched(pointer: str, mask: str | None, defined: dict, scalar: Callable[[str], Any]) -> tuple[int, int] | None:

@@ -26,7 +26,7 @@ from math import prod
 from typing import Any
 
 from protosim.frontends.ttgir.layouts import crosses_warps, warps_along
-from protosim.frontends.ttgir.registers import _tensor, element_bytes, math_instructions, moved
+from protosim.frontends.ttgir.registers import _tensor, element_bytes, math_instructions, moved, pointer_layout
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
 from protosim.frontends.ttgir.text import (
     _ATTR_DICT,
@@ -158,6 +158,9 @@ class Addressed:
     per_cta: dict[str, str] | None
     """The per-CTA scalars among ``reads``, each with its root name (``name@line``); None when
     one of them cannot be computed again for another CTA (one made in a loop)."""
+    full: Any = None
+    """Every element's offset in the tensor's shape, -1 where masked off (for
+    :func:`~protosim.frontends.ttgir.coalescing.lines_per_instruction`; not kept by ``read_at``)."""
 
 
 class _Seen:
@@ -868,9 +871,14 @@ class Walker:
         role.loads[site] = n + 1
         operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
         got = self.addressed(operands[0], operands[1] if len(operands) > 1 else None)
-        role.ops.append(GlobalLoad(bytes=max(32 * width, -(-size // role.warps)), load_bytes=width,
-                                   src=self.read_key(f"{site}@{n}", operands[:1], got),
-                                   memory_bytes=self.memory_bytes(got, size)))
+        nbytes = max(32 * width, -(-size // role.warps))
+        # ptxas's schedule, where the compile's metadata read it: fewer loads out at once than this
+        # tt.load's per lane, and its registers fill a latency per batch
+        limit = self.mod.ldg_in_flight
+        in_flight = limit if limit and nbytes // (32 * width) > limit else 0
+        role.ops.append(GlobalLoad(bytes=nbytes, load_bytes=width, src=self.read_key(f"{site}@{n}", operands[:1], got),
+                                   memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width),
+                                   in_flight=in_flight))
         role.loading[name] = role.loaded
         role.loaded += 1
 
@@ -881,9 +889,9 @@ class Walker:
         ``st.global`` count, ``bytes / (lanes x width)`` rounded up, is one all the same."""
         size, width = self.moved(st)
         operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
-        memory = self.memory_bytes(self.addressed(operands[0], operands[2] if len(operands) > 2 else None), size) \
-            if operands else None
-        self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width, memory_bytes=memory))
+        got = self.addressed(operands[0], operands[2] if len(operands) > 2 else None) if operands else None
+        self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width,
+                                    memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width)))
 
     def addressed(self, pointer: str, mask: str | None) -> Addressed | None:
         """The elements a ``tt.load`` / ``tt.store`` / copy through ``pointer`` under ``mask``
@@ -912,7 +920,22 @@ class Walker:
             uid = per_cta[t] = f"{t}@{d.line}"
             if uid not in self.recipes:
                 self.recipes[uid] = self.recipe(t)
-        return Addressed(pointer, mask, *got, reads, defs, per_cta)
+        base, offsets, lanes, full = got
+        return Addressed(pointer, mask, base, offsets, lanes, reads, defs, per_cta, full)
+
+    def lines(self, st: Stmt, got: Addressed | None, width: int) -> float | None:
+        """The 128-byte lines one warp instruction of this ``tt.load`` / ``tt.store`` touches, where
+        that is more than contiguous lanes would (:mod:`~protosim.frontends.ttgir.coalescing`);
+        else None."""
+        from protosim.frontends.ttgir.coalescing import coalesced_lines, lines_per_instruction
+
+        if got is None or got.full is None or not got.offsets.size:
+            return None
+        lay = pointer_layout(st.rest.rsplit(" : ", 1)[-1], self.mod.layouts)
+        if lay is None:
+            return None
+        n = lines_per_instruction(got.full, lay[1], lay[0], width)
+        return None if n is None or n <= coalesced_lines(width) else round(n, 3)
 
     def memory_bytes(self, got: Addressed | None, size: int) -> int | None:
         """A warp's share of the distinct, unmasked bytes a ``tt.load`` / ``tt.store`` of ``size``
@@ -941,7 +964,7 @@ class Walker:
 
         signature = (arg, got.offsets.size, hashlib.blake2b(got.offsets.tobytes(), digest_size=16).digest())
         # the offsets are not kept: a check evaluates them again (a walk makes many such reads)
-        first = self.read_at.setdefault(signature, (key, dataclasses.replace(got, offsets=None)))
+        first = self.read_at.setdefault(signature, (key, dataclasses.replace(got, offsets=None, full=None)))
         if first[0] == key or first[0].partition("|")[2] != key.partition("|")[2]:
             return key
         return first[0] if self.same_in_other_ctas(first[1], got) else key
@@ -1418,6 +1441,9 @@ class Walker:
         static_yield = _OPERAND.findall(operand_head(y.rest)) if y else []
         base = st.results[0].split(":")[0] if st.results else None
         self.loop_defined.add(iv)
+        # the induction variable takes lb, lb + step, ...: a read it addresses is per-CTA when they are
+        # (split-K's or a column sum's row range, a persistent loop's first tile: ``range(pid, ...)``)
+        self.carried_from[iv] = (m.group(2), m.group(4))
         for j, (name, init) in enumerate(carried):  # for global_key: where each carried value comes from
             self.loop_defined.add(name)
             came = (init, static_yield[j]) if j < len(static_yield) else (init,)

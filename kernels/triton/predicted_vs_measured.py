@@ -112,8 +112,6 @@ def _measured(measured_files: list[Path]):
 def rows(measured_files: list[Path], max_ops: int = DEFAULT_MAX_OPS, workers: int | None = 1) -> list[dict]:
     """One row per correct run of a corpus kernel in the files, in their order; the predictions
     spread over ``workers`` processes (``protosim.sweep``; None: every core)."""
-    from protosim.sweep import run_sweep
-
     index = _index()
     items = []
     for key, rec in _measured(measured_files):
@@ -127,6 +125,13 @@ def rows(measured_files: list[Path], max_ops: int = DEFAULT_MAX_OPS, workers: in
         if irec.get("expected") not in ("correct", "clean"):
             continue
         items.append((key, corpus, irec, rec, max_ops))
+
+    return rows_of(items, workers)
+
+
+def rows_of(items: list[tuple], workers: int | None) -> list[dict]:
+    """:func:`_row` of every item, over ``workers`` processes, in the items' order."""
+    from protosim.sweep import run_sweep
 
     def progress(done: int, total: int) -> None:
         print(f"\rpredicted {done}/{total}", end="" if done < total else "\n", file=sys.stderr, flush=True)
@@ -150,6 +155,37 @@ def _row(item) -> dict:
         if row["measured_us"]:
             row["measured_tflops"] = flops / row["measured_us"] / 1e6
     return row
+
+
+def _before(folder: str, max_ops: int, workers: int | None, as_json: bool) -> int:
+    """Predictions for a fixture folder's compiled sm_90 kernels, each with the registers its
+    compile reports (``n_regs`` in ``<name>.json``, as the H200's driver does)."""
+    items = []
+    for key, (corpus, irec) in _index().items():
+        if corpus != folder or not irec.get("compiled", True) or not key.endswith(".sm90"):
+            continue
+        if irec.get("expected") not in (None, "correct", "clean"):
+            continue
+        meta = FIXTURES / corpus / f"{key}.json"
+        n_regs = json.loads(meta.read_text()).get("n_regs") if meta.is_file() else None
+        items.append((key, corpus, irec, {"n_regs": n_regs}, max_ops))
+    if not items:
+        print(f"predicted_vs_measured: no compiled sm_90 kernel in tests/fixtures/triton/{folder}", file=sys.stderr)
+        return 2
+    table = rows_of(items, workers)
+    if as_json:
+        for r in table:
+            print(json.dumps({k: v for k, v in r.items() if k not in ("measured_us", "measured_tflops", "n_spills")}))
+        return 0
+    print("| kernel | predicted us | predicted TFLOP/s | findings |")
+    print("|---|---|---|---|")
+    for r in table:
+        if "refused" in r:
+            print(f"| {r['file']} | refused: {r['refused']} | | |")
+        else:
+            pt = r.get("predicted_tflops")
+            print(f"| {r['file']} | {r['predicted_us']:.1f} | {f'{pt:.0f}' if pt else ''} | {', '.join(r['findings'])} |")
+    return 0
 
 
 SILICON_OUTCOME = {"correct": "correct", "wrong": "wrong", "timeout": "deadlock", "fault": "fault"}
@@ -187,7 +223,10 @@ def outcome_rows(measured_files: list[Path], runs: int = 12, cta_cap: int = 8) -
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernels.triton.predicted_vs_measured", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--measured", nargs="+", type=Path, required=True, help="JSON lines from corpus_run / gluon_run")
+    ap.add_argument("--measured", nargs="+", type=Path, help="JSON lines from corpus_run / gluon_run")
+    ap.add_argument("--before", metavar="FOLDER", choices=CORPORA,
+                    help="predict every compiled sm_90 kernel of a fixture folder before it is measured (no --measured): "
+                         "a table, or JSON lines with --json, to commit ahead of the run")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--outcomes", action="store_true", help="outcome agreement instead of timing")
     ap.add_argument("--runs", type=int, default=12, help="explore replays per kernel (--outcomes)")
@@ -198,6 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.max_ops < 1:
         ap.error("--max-ops: give a positive integer")
+    if args.workers is not None and args.workers < 1:
+        ap.error("--workers: give a positive integer")
+    if args.before:
+        if args.measured or args.outcomes:
+            ap.error("--before predicts without measurements: leave out --measured and --outcomes")
+        return _before(args.before, args.max_ops, args.workers, args.json)
+    if not args.measured:
+        ap.error("give --measured FILE... (or --before FOLDER to predict ahead of a run)")
     missing = [str(p) for p in args.measured if not p.is_file()]
     if missing:
         print(f"no such file: {', '.join(missing)}", file=sys.stderr)
@@ -216,8 +263,6 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(r["agrees"] for r in table)
         print(f"\n{n}/{len(table)} H200 outcomes are in the simulator's outcome set")
         return 0
-    if args.workers is not None and args.workers < 1:
-        ap.error("--workers: give a positive integer")
     table = rows(args.measured, max_ops=args.max_ops, workers=args.workers)
     if args.json:
         for r in table:

@@ -872,10 +872,12 @@ class Walker:
         operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
         got = self.addressed(operands[0], operands[1] if len(operands) > 1 else None)
         nbytes = max(32 * width, -(-size // role.warps))
-        # ptxas's schedule, where the compile's metadata read it: fewer loads out at once than this
-        # tt.load's per lane, and its registers fill a latency per batch
+        # ptxas's schedule, where the compile's metadata read it: one load out at a time (each used
+        # before the next issues), and the registers fill a latency per load.  A window of several is
+        # ptxas's rolling schedule across a loop's iterations, which rounds of latency would overstate
+        # (set 5's GEMV: 5 out, refilled as they are used): not applied, not measured.
         limit = self.mod.ldg_in_flight
-        in_flight = limit if limit and nbytes // (32 * width) > limit else 0
+        in_flight = 1 if limit == 1 and nbytes // (32 * width) > 1 else 0
         role.ops.append(GlobalLoad(bytes=nbytes, load_bytes=width, src=self.read_key(f"{site}@{n}", operands[:1], got),
                                    memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width),
                                    in_flight=in_flight))

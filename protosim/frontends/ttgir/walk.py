@@ -1443,9 +1443,14 @@ class Walker:
         static_yield = _OPERAND.findall(operand_head(y.rest)) if y else []
         base = st.results[0].split(":")[0] if st.results else None
         self.loop_defined.add(iv)
-        # the induction variable takes lb, lb + step, ...: a read it addresses is per-CTA when they are
-        # (split-K's or a column sum's row range, a persistent loop's first tile: ``range(pid, ...)``)
-        self.carried_from[iv] = (m.group(2), m.group(4))
+        # The induction variable takes lb, lb + step, ...: a read it addresses is per-CTA when they are --
+        # a block of the index space a CTA owns (split-K's K range, a column sum's rows: ``range(pid *
+        # rows, ...)``, stepping by less than the launch's CTAs).  A grid-stride loop (``range(pid,
+        # tiles, NUM_SMS)``: step >= CTAs) visits one index space shared by all CTAs, whose decoded tile
+        # coordinates repeat between CTAs: keying its reads by the program id would unshare the panels
+        # every CTA reads (set 1's persistent pointer GEMMs, 0.88 -> 1.90), so it is left as it was.
+        if step < self.ctas:
+            self.carried_from[iv] = (m.group(2), m.group(4))
         for j, (name, init) in enumerate(carried):  # for global_key: where each carried value comes from
             self.loop_defined.add(name)
             came = (init, static_yield[j]) if j < len(static_yield) else (init,)

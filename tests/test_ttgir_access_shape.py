@@ -189,7 +189,7 @@ def test_a_grid_stride_loop_is_not_keyed_by_the_program_id():
     id (the lower bound's root) unshared them (predicted 0.88 -> 1.90 of its H200 time); only a loop
     stepping by less than the launch's CTAs (a block of rows a CTA owns) carries it."""
     stem = FIXTURES / "heldout" / "triton-3.6.0" / "ho_persist_ptr_4096x4096x1024_128x128x64_w8_s3.sm90"
-    schedule = _read(stem, ctas=2)
+    schedule = _read(stem, M=512, N=512, stride_bk=512, stride_cm=512, ctas=2)  # 16 tiles, 8 a CTA
     copies = [[op.src for ops in schedule.ctas[c].roles for op in ops if isinstance(op, CpAsync)] for c in (0, 1)]
     first = [keys[:2] for keys in copies]  # the first K step's A and B copies (cp.async: 3 stages)
     assert first[0] and first[0] == first[1]

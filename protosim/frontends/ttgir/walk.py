@@ -505,6 +505,13 @@ class Walker:
             seen.add(item)
             t, mod = item
             d = self.defined.get(t.split("#")[0])
+            if self.exact_keys and mod is None and t in self.loop_defined and t in self.per_cta \
+                    and isinstance(self.env.get(t), int) and t not in self.aliases:
+                # This walk is this CTA's own, so a per-CTA scalar a loop computes (a grid-stride loop's
+                # index, the tile coordinates decoded from it, a column sum's row) is a root at the value
+                # it has when the read is made: two CTAs, or two iterations, that read one panel share it.
+                found.add(f"{t}@now")
+                continue
             if t in self.per_cta and t in self.env and t not in self.loop_defined and t not in self.aliases \
                     and d is not None:
                 uid = f"{t}@{d.line}"
@@ -596,7 +603,7 @@ class Walker:
         roots = sorted({r for t in tokens for r in self.roots(t)})
         if not roots:
             return base
-        return keyed(base, {r: self._env_of[r] for r in roots})
+        return keyed(base, {r: self.env[r[:-4]] if r.endswith("@now") else self._env_of[r] for r in roots})
 
     def tma_key(self, tokens: list[str], content: str) -> str:
         """A TMA load's key: its descriptor and coordinates, ``a_desc[0,64]`` -- the global tile
@@ -1450,7 +1457,7 @@ class Walker:
         # coordinates repeat between CTAs: keying its reads by the program id would unshare the panels
         # every CTA reads (set 1's persistent pointer GEMMs, 0.88 -> 1.90), so it is left as it was.
         if step < self.ctas:
-            self.carried_from[iv] = (m.group(2), m.group(4))
+            self.carried_from[iv] = (m.group(2), m.group(4))  # (a walk for every CTA; see roots())
         for j, (name, init) in enumerate(carried):  # for global_key: where each carried value comes from
             self.loop_defined.add(name)
             came = (init, static_yield[j]) if j < len(static_yield) else (init,)

@@ -21,8 +21,9 @@ import re
 
 import numpy as np
 
+from protosim.frontends.ttgir.registers import _LIST  # a layout's `name = [a, b]` list, as lane_width reads it
+
 LINE_BYTES = 128
-_LIST = r"\s*=\s*\[([\d,\s]*)\]"
 
 
 def _ints(name: str, layout: str) -> list[int] | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import build, hand_schedule
 from protosim import checkers
@@ -127,3 +129,20 @@ def test_the_ring_overlaps_loads_with_mmas():
         v4, _ = judge(build("hgemm_v4", K=2048, arch=arch))
         v5, _ = judge(build("hgemm_v5", K=2048, arch=arch, PIPE_DEPTH=3))
         assert v5.timing.cycles < 0.8 * v4.timing.cycles, arch
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("ab"), st.integers(0, 40), st.integers(0, 30)), max_size=30),
+       st.sampled_from("ab"), st.integers(0, 80))
+def test_hazards_find_the_last_landed_write_as_the_definition_says(writes, content, r0):
+    """``_PartWrites.last_landed`` (a bisection on issue cycles, then a walk back over writes in
+    flight) is "the last-issued write of that content that landed by r0", whatever the writes."""
+    from protosim.checkers.hazards import _PartWrites
+
+    class W:  # what _PartWrites reads of a write
+        def __init__(self, c, issued, span):
+            self.content, self.issued, self.t0, self.t1 = c, issued, issued, issued + span
+
+    ws = sorted((W(c, i, d) for c, i, d in writes), key=lambda w: w.issued)  # issue order
+    landed = [i for i, w in enumerate(ws) if w.content == content and w.t1 <= r0]
+    assert _PartWrites(ws).last_landed(content, r0) == (landed[-1] if landed else None)

@@ -23,7 +23,7 @@ wrong.  One finding per read op (not per part).
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 
 from protosim.checkers.base import Cells, Finding, columns_words, cyc, storage_key, where
@@ -66,7 +66,7 @@ def check(result) -> list[Finding]:
 
 
 class _PartWrites:
-    """The writes covering one part of one stage, in issue order."""
+    """The writes covering one part of one stage, in issue order (so by issue cycle too)."""
 
     def __init__(self, ws: list[_Write]):
         self.ws = ws
@@ -74,7 +74,27 @@ class _PartWrites:
         self.by_content: dict[str, list[int]] = defaultdict(list)
         for i, w in enumerate(ws):
             self.by_content[w.content].append(i)
+        # per content, the issue cycles of its writes: a read finds the writes issued by its
+        # start with one bisection, not a scan of every write of that content (a loop that
+        # rewrites one stage with the same content thousands of times made that quadratic)
+        self.issued_by_content = {c: [ws[i].issued for i in idx] for c, idx in self.by_content.items()}
+        # how much earlier than its issue (log) cycle a write can have landed: 0 for every write
+        # the engine logs at issue; kept general so the search stays exact if one is logged later
+        self.max_lead = max((w.issued - w.t1 for w in ws), default=0.0)
         self.max_span = max((w.t1 - w.issued for w in ws), default=0.0)
+
+    def last_landed(self, content: str, r0: float) -> int | None:
+        """Index of the last-issued write of ``content`` that landed by ``r0``, or None.  A write
+        issued after ``r0 + max_lead`` cannot have landed by then, so the search starts at the
+        last one issued by that cycle and walks back over those still in flight."""
+        mine = self.by_content.get(content)
+        if not mine:
+            return None
+        ws = self.ws
+        for j in range(bisect_right(self.issued_by_content[content], r0 + max(0.0, self.max_lead)) - 1, -1, -1):
+            if ws[mine[j]].t1 <= r0:
+                return mine[j]
+        return None
 
 
 def _index_writes(ws: list[_Write], cells: Cells, buffer: str) -> dict:
@@ -90,20 +110,22 @@ def _index_writes(ws: list[_Write], cells: Cells, buffer: str) -> dict:
 def _judge(r, pw: _PartWrites):
     """None if the read is clean, else (kind, offending write or None, why)."""
     c, r0, r1 = r.content, r.t0, r.t1
-    mine = pw.by_content.get(c, [])
-    landed = [i for i in mine if pw.ws[i].t1 <= r0]
-    if not landed:
+    anchor_i = pw.last_landed(c, r0)
+    if anchor_i is None:
+        mine = pw.by_content.get(c)
         if mine:
             w = pw.ws[mine[0]]
             return RAW, w, f"the write of {c} was still in flight (it lands at cycle {cyc(w.t1)})"
         before = [w for w in pw.ws if w.t1 <= r0]
         held = f"it held {before[-1].content}" if before else "it was never written"
         return RAW, None, f"{c} was never written to it ({held})"
-    anchor_i = landed[-1]
     anchor = pw.ws[anchor_i]
     # Later-issued writes of other data that start before the read ends: scan forward
-    # while their issue cycle (<= their t0) is before r1.
-    for w in pw.ws[anchor_i + 1:]:
+    # while their issue cycle (<= their t0) is before r1 (by index: a slice would copy
+    # the rest of the stage's writes for every read).
+    ws = pw.ws
+    for j in range(anchor_i + 1, len(ws)):
+        w = ws[j]
         if w.issued >= r1:
             break
         if w.content != c and w.t0 < r1:

@@ -88,7 +88,13 @@ def test_masked_off_lanes_touch_nothing():
 
 
 def test_a_layout_the_reader_does_not_map_gives_no_answer():
-    assert lines_per_instruction(np.arange(64).reshape(8, 8), "#ttg.slice<{dim = 0, parent = #blocked}>", 2, 2) is None
+    offsets = np.arange(64).reshape(8, 8)
+    assert lines_per_instruction(offsets, "#ttg.slice<{dim = 0, parent = #blocked}>", 2, 2) is None
+    # blocked layouts no compiler makes (found by the input fuzzer): lanes that are not a 32-thread warp,
+    # sizes past what the int64 instruction keys hold, a zero size
+    for spt, tpw, wpc in (([1, 8], [10**40, 8], [4, 1]), ([1, 8], [8, 8], [4, 1]), ([1, 2**40], [4, 8], [1, 1]),
+                          ([0, 8], [4, 8], [4, 1])):
+        assert lines_per_instruction(offsets, _layout(spt, tpw, wpc, [1, 0]), 2, 16) is None
 
 
 def test_gptj_rope_loads_and_stores_are_uncoalesced_and_neox_is_not():

@@ -17,6 +17,7 @@ other layout, or offsets the walk could not evaluate, give None (the coalesced c
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import numpy as np
@@ -65,6 +66,10 @@ def _instructions(layout: str, shape: tuple[int, ...], vec: int) -> np.ndarray |
     if not (spt and tpw and wpc and order) or not (len(spt) == len(tpw) == len(wpc) == len(order) == rank):
         return None
     if min(spt + tpw + wpc) < 1 or sorted(order) != list(range(rank)):  # not a layout Triton makes
+        return None
+    # nor is one whose lanes are not one 32-thread warp, or whose sizes overflow the int64 keys below
+    # (a fuzzer's threadsPerWarp = [10^40, 8]: an OverflowError in numpy, not a reading)
+    if math.prod(tpw) != 32 or max(spt + wpc) > 1 << 16:
         return None
     coords = np.indices(shape).reshape(rank, -1)
     key = np.zeros(coords.shape[1], dtype=np.int64)

@@ -18,8 +18,10 @@ the load keeps its tensor's bytes.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -62,10 +64,33 @@ class Pointer:
         self.base, self.offsets = base, offsets
 
 
+@lru_cache(maxsize=1 << 16)
 def shape_of(rest: str) -> tuple[int, ...] | None:
-    """The result shape of a statement: the last ``tensor<AxB...`` in its text."""
+    """The result shape of a statement: the last ``tensor<AxB...`` in its text.  (Remembered by
+    text: a loop's statements are evaluated once per iteration, their text never changes.)"""
     found = _SHAPE.findall(rest.split(" loc(")[0])
     return tuple(int(d) for d in found[-1].rstrip("x").split("x")) if found else None
+
+
+@lru_cache(maxsize=1 << 16)
+def _operands(rest: str) -> tuple[str, tuple[str, ...]]:
+    """(the text before the type, with attribute dictionaries removed; its operand names)."""
+    head = _ATTR_DICT.sub("", rest).split(" : ")[0]
+    return head, tuple(_OPERAND.findall(head))
+
+
+@lru_cache(maxsize=1 << 16)
+def _facts(rest: str) -> tuple:
+    """What :func:`evaluate` reads off a statement's text, parsed once per text: (shape, operand
+    names, the dense constant, the range's (end, start), the axis, the comparison's predicate,
+    whether a splat makes pointers)."""
+    head, ops = _operands(rest)
+    dense, rng, axis = _DENSE.search(rest), _RANGE.search(rest), _AXIS.search(rest)
+    return (shape_of(rest), ops, dense.group(1) if dense else None,
+            (int(rng.group(1)), int(rng.group(2))) if rng else None,
+            int(axis.group(1)) if axis else None,
+            head.split(",")[0].split()[-1] if "," in head else "",
+            "!tt.ptr" in rest.split(" : ", 1)[-1].split("->")[0])
 
 
 def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
@@ -90,25 +115,21 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
         st = defined.get(t.split("#")[0])
         if st is None:
             return None
-        op, rest = st.op, st.rest
-        shape = shape_of(rest)
-        if shape is None or int(np.prod(shape)) > MAX_ELEMENTS:
+        op = st.op
+        shape, ops, dense, rng, axis, pred, makes_pointers = _facts(st.rest)
+        if shape is None or math.prod(shape) > MAX_ELEMENTS:
             return None
-        head = _ATTR_DICT.sub("", rest).split(" : ")[0]
-        ops = _OPERAND.findall(head)
         if op == "arith.constant":
-            m = _DENSE.search(rest)
-            if not m:
+            if dense is None:
                 return None
-            v = {"true": True, "false": False}.get(m.group(1))
-            return np.full(shape, int(m.group(1)) if v is None else v)
+            v = {"true": True, "false": False}.get(dense)
+            return np.full(shape, int(dense) if v is None else v)
         if op == "tt.make_range":
-            m = _RANGE.search(rest)
-            if not m or int(m.group(1)) - int(m.group(2)) != int(np.prod(shape)):
+            if rng is None or rng[0] - rng[1] != math.prod(shape):
                 return None  # a range its type does not hold (hand-edited): not read, never allocated
-            return np.arange(int(m.group(2)), int(m.group(1)), dtype=np.int64)
+            return np.arange(rng[1], rng[0], dtype=np.int64)
         if op == "tt.splat" and ops:
-            if "!tt.ptr" in rest.split(" : ", 1)[-1].split("->")[0]:
+            if makes_pointers:
                 base, offset = scalar_pointer(ops[0], defined, scalar)
                 return Pointer(base, np.full(shape, offset, dtype=np.int64))
             v = scalar(ops[0])
@@ -126,17 +147,16 @@ def evaluate(token: str, defined: dict, scalar: Callable[[str], Any]):
                 return Pointer(v.base, np.broadcast_to(v.offsets, shape))
             return np.broadcast_to(v, shape) if isinstance(v, np.ndarray) else None
         if op == "tt.expand_dims":
-            v, axis = value(ops[0]), _AXIS.search(rest)
             if axis is None:
                 return None
+            v = value(ops[0])
             if isinstance(v, Pointer):
-                return Pointer(v.base, np.expand_dims(v.offsets, int(axis.group(1))))
-            return np.expand_dims(v, int(axis.group(1))) if isinstance(v, np.ndarray) else None
+                return Pointer(v.base, np.expand_dims(v.offsets, axis))
+            return np.expand_dims(v, axis) if isinstance(v, np.ndarray) else None
         if op in _SAME:
             v = value(ops[0])
             return v if isinstance(v, (np.ndarray, Pointer)) else None
         if op == "arith.cmpi" and len(ops) >= 2:
-            pred = head.split(",")[0].split()[-1] if "," in head else ""
             a, b = value(ops[0]), value(ops[1])
             if pred not in _CMP or not _shaped(shape, a, b):
                 return None
@@ -171,7 +191,7 @@ def scalar_pointer(token: str, defined: dict, scalar: Callable[[str], Any]) -> t
         st = defined.get(base.split("#")[0])
         if st is None or st.op != "tt.addptr" or "tensor<" in st.rest:
             break
-        ops = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
+        ops = _operands(st.rest)[1]
         step = scalar(ops[1]) if len(ops) >= 2 else None
         if not isinstance(step, (int, np.integer)):
             break

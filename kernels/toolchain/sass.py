@@ -117,7 +117,7 @@ def max_in_flight(ops: list[tuple[str, str, int]]) -> int:
     return peak
 
 
-INSTRUCTION = re.compile(r"/\*[0-9a-f]{4}\*/\s+(.*?)\s*;")
+INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;")  # addresses past 0xffff have more digits
 
 
 def loads_in_flight(sass: str) -> int | None:
@@ -154,6 +154,24 @@ def loads_in_flight(sass: str) -> int | None:
                 break
         best = out if best is None else max(best, out)
     return best
+
+
+GLOBAL = re.compile(r"\b(LDG|STG)((?:\.[A-Z0-9]+)*)\s")
+
+
+def global_widths(sass: str) -> dict[str, list[int]]:
+    """The byte widths of the kernel's global loads (``LDG``) and stores (``STG``), each listed
+    once, smallest first: ``{"ldg": [4], "stg": [4]}`` for a kernel whose every access is one
+    32-bit element a lane (``LDG.E``), ``[16]`` for ``LDG.E.128``.  What the lowering made of each
+    ``tt.load`` / ``tt.store``'s vector -- the TTGIR reader's ``proven_width`` is held to it
+    (tests/test_ttgir_vector_width.py)."""
+    out: dict[str, set[int]] = {"ldg": set(), "stg": set()}
+    for text in INSTRUCTION.findall(sass):
+        m = GLOBAL.search(text)
+        if m:
+            parts = m.group(2).split(".")
+            out[m.group(1).lower()].add(next((WIDTH[x] for x in parts if x in WIDTH), 4))
+    return {k: sorted(v) for k, v in out.items() if v}
 
 
 def registers(cubin: Path, tool: str) -> int:

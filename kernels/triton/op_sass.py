@@ -79,7 +79,7 @@ def counts(op: int) -> tuple[collections.Counter, collections.Counter]:
         f.write(k.asm["cubin"])
         f.flush()
         sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
-    ops = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)", sass)
+    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_]+(?:\.[A-Z0-9_]+)*)", sass)
     sass_ops = collections.Counter(o if o.startswith("MUFU") else o.split(".")[0] for o in ops if o != "NOP")
     ptx = collections.Counter(re.findall(r"\b((?:ex2|lg2|rcp|rsqrt|sqrt|div|sin|cos|tanh)\.[a-z0-9.]+)", k.asm["ptx"]))
     return sass_ops, ptx

@@ -38,20 +38,42 @@ def _elements(dims: str) -> int:
     return count
 
 
-def lane_width(layout: str, elem_bytes: int) -> int:
-    """Bytes one lane moves per instruction: its contiguous elements in a ``#ttg.blocked``
-    layout, as one vector of at most 16 bytes (a power of two); one element otherwise."""
-    spt = re.search(r"sizePerThread" + _LIST, layout)
-    order = re.search(r"\border" + _LIST, layout)
-    if not layout.startswith("#ttg.blocked") or not spt or not order:
-        return min(16, elem_bytes)
-    sizes = [int(x) for x in spt.group(1).split(",") if x.strip()]
-    fastest = [int(x) for x in order.group(1).split(",") if x.strip()]
-    vec = sizes[fastest[0]] * elem_bytes if fastest and fastest[0] < len(sizes) else elem_bytes
+_SLICE = re.compile(r"#ttg\.slice<\{\s*dim\s*=\s*(\d+)\s*,\s*parent\s*=\s*(#[\w.]+(?:<\{.*\}>)?)\s*\}>")
+
+
+def lane_width(layout: str, elem_bytes: int, layouts: dict[str, str] | None = None) -> int:
+    """Bytes one lane moves per instruction: its contiguous elements, as one vector of at most 16
+    bytes (a power of two) -- along ``order[0]`` of a ``#ttg.blocked`` layout; in a 1-D slice of a
+    2-D blocked layout, the parent's along the dimension kept; in a slice of an MMA accumulator
+    (``#ttg.nvidia_mma``, a bias or a scale along the tile's rows or columns), the two neighbouring
+    columns each thread holds, one row (the SASS of held-out set 5's fp8 GEMM: ``LDG.E.64`` for
+    its column scales, ``LDG.E`` for its row scales).  One element for any other layout."""
+    contig = _contiguous(layout, layouts or {})
+    vec = contig * elem_bytes if contig else elem_bytes
     width = 1
     while width * 2 <= min(16, vec):
         width *= 2
-    return width
+    return max(width, min(16, elem_bytes))
+
+
+def _contiguous(layout: str, layouts: dict[str, str]) -> int | None:
+    """Contiguous elements one thread holds along the layout's fastest dimension (None: unknown)."""
+    m = _SLICE.match(layout)
+    if m:
+        parent = layouts.get(m.group(2), m.group(2))
+        kept = 1 - int(m.group(1))  # the dimension a slice of a 2-D layout keeps
+        if parent.startswith("#ttg.nvidia_mma"):
+            return 2 if kept == 1 else 1
+        spt = re.search(r"sizePerThread" + _LIST, parent)
+        sizes = [int(x) for x in spt.group(1).split(",") if x.strip()] if spt else []
+        return sizes[kept] if parent.startswith("#ttg.blocked") and len(sizes) == 2 and kept in (0, 1) else None
+    spt = re.search(r"sizePerThread" + _LIST, layout)
+    order = re.search(r"\border" + _LIST, layout)
+    if not layout.startswith("#ttg.blocked") or not spt or not order:
+        return None
+    sizes = [int(x) for x in spt.group(1).split(",") if x.strip()]
+    fastest = [int(x) for x in order.group(1).split(",") if x.strip()]
+    return sizes[fastest[0]] if fastest and fastest[0] < len(sizes) else None
 
 
 def moved(type_text: str, layouts: dict[str, str]) -> tuple[int, int] | None:
@@ -65,7 +87,7 @@ def moved(type_text: str, layouts: dict[str, str]) -> tuple[int, int] | None:
         return b, min(16, b)
     dims, elem, layout = (m.group(1), m.group(2), m.group(3)) if m.group(1) else (m.group(4), m.group(5), m.group(6))
     b = element_bytes(elem)
-    return _elements(dims) * b, lane_width(layouts.get(layout, layout), b)
+    return _elements(dims) * b, lane_width(layouts.get(layout, layout), b, layouts)
 
 
 def pointer_layout(type_text: str, layouts: dict[str, str]) -> tuple[int, str] | None:

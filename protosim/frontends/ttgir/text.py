@@ -3,6 +3,7 @@ nested regions, and its shared-memory allocations.  Pure parsing: no values, no 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,6 +139,14 @@ class Ttgir:
     ldg_in_flight: int | None = None
     """``ldg_in_flight`` of that metadata: the most global loads a thread has out at once, read off
     the compiled SASS (set by ``read``; None where the metadata does not say)."""
+
+    @functools.cached_property
+    def axis(self):
+        """Triton's AxisInfo of the function (:class:`~protosim.frontends.ttgir.axisinfo.AxisInfo`),
+        made once and shared by every CTA's walk."""
+        from protosim.frontends.ttgir.axisinfo import AxisInfo
+
+        return AxisInfo(self.body, {n: a.divisibility for n, a in self.arg_info.items()})
 
     @property
     def shared_bytes(self) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
+from protosim.frontends.ttgir.axisinfo import proven_width
 from protosim.frontends.ttgir.layouts import crosses_warps, warps_along
 from protosim.frontends.ttgir.registers import _tensor, element_bytes, math_instructions, moved, pointer_layout
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
@@ -877,6 +878,7 @@ class Walker:
         n = role.loads.get(site, 0)
         role.loads[site] = n + 1
         operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
+        width = proven_width(self.mod, st, width, operands[0], operands[1] if len(operands) > 1 else None)
         got = self.addressed(operands[0], operands[1] if len(operands) > 1 else None)
         nbytes = max(32 * width, -(-size // role.warps))
         # ptxas's schedule, where the compile's metadata read it: one load out at a time (each used
@@ -898,6 +900,8 @@ class Walker:
         ``st.global`` count, ``bytes / (lanes x width)`` rounded up, is one all the same."""
         size, width = self.moved(st)
         operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
+        if operands:
+            width = proven_width(self.mod, st, width, operands[0], operands[2] if len(operands) > 2 else None)
         got = self.addressed(operands[0], operands[2] if len(operands) > 2 else None) if operands else None
         self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width,
                                     memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width)))

@@ -72,6 +72,9 @@ def _marks(case):
     corpus, rec, form = case
     if corpus.startswith("heldout") and form == "alloc.mlir" and any(h in rec["file"] for h in HEAVY):
         marks.append(pytest.mark.slow)
+    if corpus == "alignment" and "adamw" in rec["file"]:
+        marks.append(pytest.mark.slow)  # set 6's AdamW at other lengths (20-45 s each): its verdicts are set 6's
+
     return pytest.param(*case, id=_id(case), marks=marks)
 
 

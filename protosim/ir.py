@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import weakref
 from dataclasses import field
 from collections.abc import Iterator
@@ -1115,6 +1116,11 @@ def _op_from_json(d: dict[str, Any], where: str) -> Op:
             if name == "n" and kind in ("mma", "wgmma", "mma_sync"):
                 low = 1  # an MMA's N, not a wait depth
             _check_int(where, name, value, low)
+        elif t in ("float", "float | None"):
+            if value is None and t == "float | None":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ScheduleError(f"{where}: {name} = {value!r}: must be a number")
         elif t == "bool":
             if not isinstance(value, bool):
                 raise ScheduleError(f"{where}: {name} = {value!r}: must be true or false")

@@ -20,9 +20,15 @@ RECORD = (Path(__file__).resolve().parent.parent / "results" / "silicon" / "micr
 WIDTH = {"u16": 2, "u32": 4, "coalesced": 16}
 
 
-def tile_stores(ctas: int, bn: int, store_bytes: int, arch: str = "h200") -> Schedule:
-    """Each CTA's four warps write a 128 x bn fp16 tile: 32 rows each (the v1-v3 epilogue)."""
-    op = GlobalStore(bytes=32 * bn * 2, store_bytes=store_bytes)
+FRAGMENT_LINES = 8
+"""The v2/v3 epilogue's warp store instruction: a wgmma fragment's 8 rows, 8 bytes in each."""
+
+
+def tile_stores(ctas: int, bn: int, store_bytes: int, arch: str = "h200", lines: float | None = FRAGMENT_LINES
+                ) -> Schedule:
+    """Each CTA's four warps write a 128 x bn fp16 tile: 32 rows each (the v1-v3 epilogue, its lanes
+    over ``lines`` rows; None: contiguous lanes)."""
+    op = GlobalStore(bytes=32 * bn * 2, store_bytes=store_bytes, lines=lines)
     return Schedule("stores", arch, (), (), (RoleDecl("w", 4),), tuple(CtaProgram(i, ((op,),)) for i in range(ctas)))
 
 
@@ -50,8 +56,8 @@ def test_coalesced_stores_match_until_ctas_turn_over():
     ``cta_turnover_cycles``, overlaps across the 16 CTAs an SM holds and closes little of it)."""
     rows = {(r["bn"], r["grid"]): r["kernel_ms"]["median"] * 1e3 for r in _rows() if r["mode"] == "coalesced" and r["reps"] == 1}
     for bn, grid in ((128, 1), (128, 64), (128, 256), (128, 1024), (64, 128)):
-        assert kernel_us(tile_stores(grid, bn, 16)) == pytest.approx(rows[(bn, grid)], rel=0.08)
-    assert kernel_us(tile_stores(8192, 16, 16)) < 0.7 * rows[(16, 8192)]
+        assert kernel_us(tile_stores(grid, bn, 16, lines=None)) == pytest.approx(rows[(bn, grid)], rel=0.08)
+    assert kernel_us(tile_stores(8192, 16, 16, lines=None)) < 0.7 * rows[(16, 8192)]
 
 
 def test_the_cost_is_per_instruction_not_per_byte():
@@ -91,3 +97,38 @@ def test_the_field_survives_json_and_is_checked():
     doc["ctas"][0]["roles"][0][0]["store_bytes"] = 3
     with pytest.raises(ScheduleError, match="store_bytes"):
         validate(from_json(doc))
+    assert from_json(to_json(s)).ctas[0].roles[0][0].lines == FRAGMENT_LINES  # a number field read back
+    doc = to_json(s)
+    doc["ctas"][0]["roles"][0][0]["lines"] = "8"
+    with pytest.raises(ScheduleError, match="lines"):
+        from_json(doc)
+
+
+ACCESS = (Path(__file__).resolve().parent.parent / "results" / "silicon" / "microbench"
+          / "2026-12-02_h200_a018b2f_access_rate.jsonl")
+
+
+@pytest.mark.parametrize("row", [r for r in map(json.loads, ACCESS.read_text().splitlines())
+                                 if r["op"] == "store" and r["warps_per_sm"] >= 16],
+                         ids=lambda r: f"{r['dtype']}-al{r['aligned']}-{r['per_sm']}x{r['num_warps']}w")
+def test_contiguous_stores_by_width_against_the_h200(row):
+    """Stores whose 32 lanes are contiguous, every SM busy (kernels/microbench/access_rate.py): the
+    chip takes 2-byte ones ~3.7x as fast as 16-byte ones a warp instruction -- not the fixed cost
+    a scattered instruction has.  Cycles per warp instruction per SM within 15% (the rows of one width
+    spread 8.5-10.0 and 31-35.5 around the medians the profile takes)."""
+    arch = load_profile("h200")
+    per_thread = row["block"] // (32 * row["num_warps"])
+    width = row["vector_bytes"]
+    op = GlobalStore(bytes=32 * per_thread * {"float16": 2, "float32": 4}[row["dtype"]] * 64, store_bytes=width)
+    s = Schedule("stores", "h200", (), (), (RoleDecl("w", row["num_warps"]),),
+                 tuple(CtaProgram(i, ((op,),)) for i in range(row["programs"])))
+    instructions = row["programs"] * row["num_warps"] * op.bytes // (32 * width)
+    cycles = replay(s).end_cycle - arch.global_store_latency
+    assert cycles * arch.sm_count / instructions == pytest.approx(row["cycles_per_warp_instruction_per_sm"], rel=0.15)
+
+
+def test_a_misaligned_contiguous_run_is_contiguous_and_lanes_apart_are_not():
+    # 64 bytes of 2-byte lanes cross one line boundary when not line-aligned (1.375 lines on
+    # average over a 500-element row): the contiguous rule; a fragment's 8 rows: the scattered one
+    assert replay(tile_stores(132, 128, 2, lines=1.375)).end_cycle == replay(tile_stores(132, 128, 2, lines=None)).end_cycle
+    assert replay(tile_stores(132, 128, 2, lines=8)).end_cycle > 3 * replay(tile_stores(132, 128, 2, lines=None)).end_cycle

@@ -125,7 +125,11 @@ class ArchProfile:
     global_store_issue_cycles: float
     """One SM's cost per warp ``st.global`` instruction, whatever its width."""
     global_store_chip_per_clk: float
-    """Warp ``st.global`` instructions the chip's L2 takes per cycle, all SMs together."""
+    """Warp ``st.global`` instructions the chip's L2 takes per cycle, all SMs together, when their
+    lanes are scattered over rows (``GlobalStore.lines``: the seed's epilogues)."""
+    global_store_contiguous_chip_per_clk: tuple[tuple[int, float], ...]
+    """The same for stores whose 32 lanes write contiguous bytes, by bytes a lane: more of the
+    narrow ones (a 2-byte store is 64 bytes in two sectors)."""
     alu_fp32_cycles: float
     """A warp's FP32 add / mul / FMA instruction on its SM sub-partition (``engine/units/alu.py``)."""
     alu_half_rate_cycles: float

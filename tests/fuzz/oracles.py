@@ -353,6 +353,8 @@ _WIDTH = "width"
 """Bytes one lane moves per ld.global: 1, 2, 4, 8 or 16 (PTX ld's .u8 .. .v4.u32)."""
 _WAYS = "ways"
 """An n-way shared-memory bank conflict: 1 (none) to 32 (every lane on one bank)."""
+_LINES = "lines"
+"""128-byte lines a warp instruction touches: a number from 1 to 32, or null."""
 _DESC = "descriptors"
 """Where a wgmma builds its operand descriptors: "uniform" or "per_thread"."""
 _NAME = "name"
@@ -378,7 +380,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "thread_copy": {"bytes": (_POS, True), "dst": (_ACCESS, True), "src": (_STR, False), "load_bytes": (_WIDTH, False),
                     "in_flight": (_NONNEG, False)},
     "smem_store": {"bytes": (_POS, True), "dst": (_ACCESS, True), "bank_ways": (_WAYS, False)},
-    "global_store": {"bytes": (_POS, True), "store_bytes": (_WIDTH, False)},
+    "global_store": {"bytes": (_POS, True), "store_bytes": (_WIDTH, False), "lines": (_LINES, False)},
     "global_load": {"bytes": (_POS, True), "src": (_NAME, True), "load_bytes": (_WIDTH, False)},
     "global_load_wait": {"pending": (_NONNEG, False)},
     "register_math": {"fp32": (_NONNEG, False), "half_rate": (_NONNEG, False), "mufu": (_NONNEG, False),
@@ -468,6 +470,13 @@ class _Sched:
                 j.refuse("sched.size", f"{where} = {v} must be positive")
             elif v > 32:
                 j.refuse("sched.range", f"{where} = {v} is more than 32-way")
+        elif typ == _LINES:
+            if v is None:
+                return
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                j.refuse("sched.type", f"{where} = {_short(v)} is not a number")
+            elif not 1 <= v <= 32:
+                j.refuse("sched.range", f"{where} = {v} is not 1 to 32 lines")
         elif typ == _DESC:
             if not isinstance(v, str) or v not in DESCRIPTOR_PATHS:
                 j.refuse("sched.range", f"{where} = {_short(v)} is no descriptor path")

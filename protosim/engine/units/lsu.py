@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import simpy
 
+from protosim.arch import interpolate
 from protosim.engine import resolve
 from protosim.engine.state import THREADS, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
@@ -200,10 +201,16 @@ class LsuUnit(Unit):
         m, arch = self.m, self.arch
         now = m.env.now
         instructions = -(-op.bytes // (THREADS[op.issuer] * op.store_bytes))
-        at_sm = instructions
-        if op.lines is not None:  # lanes not contiguous: a line at a time, where that costs more than the issue
+        at_sm, at_chip = instructions, instructions  # in the pipes' units: scattered-lane store instructions
+        # 32 contiguous lanes span their bytes' lines, one more where the run is not line-aligned
+        contiguous = op.lines is None or op.lines <= max(1, 32 * op.store_bytes // 128) + 1
+        if not contiguous:  # lanes apart: a line at a time, where that costs more than the issue
             at_sm *= max(1.0, op.lines * arch.l1_line_store_cycles / arch.global_store_issue_cycles)
-        issued = max(w.cta.sm.stores.serve(now, at_sm), m.memory.store_pipe.serve(now, instructions))
+        else:  # contiguous lanes: the chip takes more of the narrow ones, and an SM issues them at least that fast
+            rate = interpolate(arch.global_store_contiguous_chip_per_clk, max(2, op.store_bytes))
+            at_chip *= arch.global_store_chip_per_clk / rate
+            at_sm *= min(1.0, arch.sm_count / rate / arch.global_store_issue_cycles)
+        issued = max(w.cta.sm.stores.serve(now, at_sm), m.memory.store_pipe.serve(now, at_chip))
         m.memory.write(now, op.bytes if op.memory_bytes is None else op.memory_bytes, w.cta.sm.side)
         m.at(issued + m.timing.scale(arch.global_store_latency), _landed)
         return m.env.timeout(issued - now)

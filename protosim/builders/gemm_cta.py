@@ -116,12 +116,6 @@ class KernelFamily:
     128); the seed's ``Tx.copy`` of a thread's row to 16-byte ``STG.E.128`` (16 per thread)
     (results/silicon/microbench/2026-12-01_h200_global_store.md)."""
 
-    direct_store_lines: int
-    """The 128-byte lines one warp instruction of that epilogue touches: its lanes are not
-    contiguous (Hopper: a fragment's 8 rows, 8 bytes in each; the seed: each lane its own row), so
-    it is timed by the scattered-store rule the same record measured (docs/semantics.md "Global
-    stores")."""
-
     epilogue_store: str
     """How the TMA steps' epilogue writes the accumulator into the D tile (the lowered CUDA of
     each family): ``fragment_rows`` -- Hopper: each thread's wgmma fragment, one 32-bit store per
@@ -145,11 +139,11 @@ class KernelFamily:
 SEED = KernelFamily("seed_sm100", init_every_stage=False, prologue_fences=("proxy_async", "mbarrier_init"),
                     copy_sync=CTA, store_entry_sync=CTA, store_sync=10, tile_end_sync=CTA, tcgen05_fences=True,
                     clamp_grid=False, copy_load_bytes=16, copy_regs_extra=8, direct_store_bytes=16,
-                    direct_store_lines=32, epilogue_store="swizzled_rows")
+                    epilogue_store="swizzled_rows")
 HOPPER = KernelFamily("hopper", init_every_stage=True, prologue_fences=("mbarrier_init",),
                       copy_sync=2, store_entry_sync=1, store_sync=1, tile_end_sync=2, tcgen05_fences=False,
                       clamp_grid=True, copy_load_bytes=2, copy_regs_extra=32, direct_store_bytes=2,
-                      direct_store_lines=8, epilogue_store="fragment_rows")
+                      epilogue_store="fragment_rows")
 
 
 def family(arch: ArchProfile) -> KernelFamily:
@@ -291,7 +285,7 @@ class GemmCta:
         """v1-v3: each thread writes its output row straight to global memory."""
         self.accumulator_to_registers(tile)
         self.ops.append(GlobalStore(bytes=32 * self.cfg.BLK_N * F16_BYTES, store_bytes=self.family.direct_store_bytes,
-                                    lines=self.family.direct_store_lines, tile=tile))
+                                    tile=tile))
 
     def store_tma(self, tile: tuple[int, int]) -> None:
         """v4+: registers -> Dsmem -> one thread's TMA store, drained before reuse; the

@@ -202,10 +202,12 @@ class LsuUnit(Unit):
         now = m.env.now
         instructions = -(-op.bytes // (THREADS[op.issuer] * op.store_bytes))
         at_sm, at_chip = instructions, instructions  # in the pipes' units: scattered-lane store instructions
-        # 32 contiguous lanes span their bytes' lines, one more where the run is not line-aligned
-        contiguous = op.lines is None or op.lines <= max(1, 32 * op.store_bytes // 128) + 1
+        # where the frontend counted the lines (a Triton store's layout and offsets), 32 contiguous
+        # lanes span their bytes' lines, one more where the run is not line-aligned; where it did not
+        # (the seed's epilogues: a fragment's 8 rows, a thread's own row), the measured fixed cost
+        contiguous = op.lines is not None and op.lines <= max(1, 32 * op.store_bytes // 128) + 1
         if not contiguous:  # lanes apart: a line at a time, where that costs more than the issue
-            at_sm *= max(1.0, op.lines * arch.l1_line_store_cycles / arch.global_store_issue_cycles)
+            at_sm *= max(1.0, (op.lines or 1) * arch.l1_line_store_cycles / arch.global_store_issue_cycles)
         else:  # contiguous lanes: the chip takes more of the narrow ones, and an SM issues them at least that fast
             rate = interpolate(arch.global_store_contiguous_chip_per_clk, max(2, op.store_bytes))
             at_chip *= arch.global_store_chip_per_clk / rate

@@ -904,7 +904,7 @@ class Walker:
             width = proven_width(self.mod, st, width, operands[0], operands[2] if len(operands) > 2 else None)
         got = self.addressed(operands[0], operands[2] if len(operands) > 2 else None) if operands else None
         self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width,
-                                    memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width)))
+                                    memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width, True)))
 
     def addressed(self, pointer: str, mask: str | None) -> Addressed | None:
         """The elements a ``tt.load`` / ``tt.store`` / copy through ``pointer`` under ``mask``
@@ -936,10 +936,10 @@ class Walker:
         base, offsets, lanes, full = got
         return Addressed(pointer, mask, base, offsets, lanes, reads, defs, per_cta, full)
 
-    def lines(self, st: Stmt, got: Addressed | None, width: int) -> float | None:
+    def lines(self, st: Stmt, got: Addressed | None, width: int, always: bool = False) -> float | None:
         """The 128-byte lines one warp instruction of this ``tt.load`` / ``tt.store`` touches, where
-        that is more than contiguous lanes would (:mod:`~protosim.frontends.ttgir.coalescing`);
-        else None."""
+        that is more than contiguous lanes would (:mod:`~protosim.frontends.ttgir.coalescing`), or
+        ``always`` where it is known (a store: contiguous lanes have their own cost); else None."""
         from protosim.frontends.ttgir.coalescing import coalesced_lines, lines_per_instruction
 
         if got is None or got.full is None or not got.offsets.size:
@@ -948,7 +948,7 @@ class Walker:
         if lay is None:
             return None
         n = lines_per_instruction(got.full, lay[1], lay[0], width)
-        return None if n is None or n <= coalesced_lines(width) else round(n, 3)
+        return None if n is None or (n <= coalesced_lines(width) and not always) else round(n, 3)
 
     def memory_bytes(self, got: Addressed | None, size: int) -> int | None:
         """A warp's share of the distinct, unmasked bytes a ``tt.load`` / ``tt.store`` of ``size``

@@ -74,13 +74,14 @@ _CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "ari
           "tt.bitcast")
 
 
-def _shape(st: Stmt) -> tuple[int, ...] | None:
+def _shape(st: Stmt) -> tuple[int, ...]:
     """The result's shape (the last tensor type of the line: the result's); () for a scalar."""
-    found = _SHAPE.findall(operand_free(st.rest))
+    found = _SHAPE.findall(_before_loc(st.rest))
     return tuple(int(d) for d in found[-1].rstrip("x").split("x")) if found else ()
 
 
-def operand_free(rest: str) -> str:
+def _before_loc(rest: str) -> str:
+    """A statement's text without its trailing location (whose file names may hold anything)."""
     return rest.split(" loc(")[0]
 
 
@@ -94,7 +95,7 @@ class AxisInfo:
     def __init__(self, body: list[Stmt], arg_divisibility: dict[str, int | None]):
         self.defs: dict[str, list[tuple[int, tuple[int, ...], Any]]] = {}
         """name -> (line, region path where it is visible, what defines it: a statement, ``("iv",
-        scf.for statement)`` or None for a region argument) for each definition."""
+        lower bound, step, the scf.for)`` or None for a region argument) for each definition."""
         self.path: dict[int, tuple[int, ...]] = {}
         self.args = {"%" + name.lstrip("%"): (d or 1) for name, d in arg_divisibility.items()}
         self._memo: dict[tuple, Info | None] = {}
@@ -121,7 +122,8 @@ class AxisInfo:
                 self._index(region.stmts, inner)
 
     def _resolve(self, token: str, at: Stmt):
-        """(key, definition) of ``token`` as statement ``at`` sees it; None when nothing defines it."""
+        """The definition of ``token`` (an entry of ``defs``) that statement ``at`` sees: the last one
+        before it in a region enclosing it; None when nothing defines it."""
         base = token.split("#")[0]
         where, line = self.path.get(id(at), ()), at.line
         best = None
@@ -183,8 +185,6 @@ class AxisInfo:
 
     def _compute(self, st: Stmt) -> Info | None:
         shape = _shape(st)
-        if shape is None:
-            return None
         rank = max(1, len(shape))
         ops = _OPERAND.findall(operand_head(st.rest))
         op = st.op
@@ -224,7 +224,7 @@ class AxisInfo:
             return Info(ins(a.contiguity, 1), ins(a.divisibility, new), ins(a.constancy, 1), a.value)
         if op == "tt.broadcast":
             a = self.info(ops[0], st)
-            src = _SHAPE.findall(operand_free(st.rest))
+            src = _SHAPE.findall(_before_loc(st.rest))
             if a is None or len(src) < 2:
                 return None
             before = tuple(int(d) for d in src[0].rstrip("x").split("x"))

@@ -171,10 +171,12 @@ def build(cfg: PipelineConfig) -> Schedule:
     ops += [CpAsyncWait(n=0), CtaSync()]
     # the epilogue: the fp32 accumulator to fp16 (arith.truncf: one F2FP for two elements of a
     # thread's share), then the C tile's tt.store, each warp its share -- Triton's blocked layout
-    # gives a thread 8 contiguous fp16 ({sizePerThread = [1, 8]} in every fixture): 16-byte st.global
+    # gives a thread 8 contiguous fp16 ({sizePerThread = [1, 8]} in every fixture): 16-byte st.global,
+    # 32 contiguous lanes a warp instruction -- 4 lines, as the reader counts them (contiguous stores
+    # have their own cost: docs/semantics.md "Global stores")
     per_thread = -(-cfg.BLOCK_M * cfg.BLOCK_N // (32 * warps))
     ops += [RegisterMath(half_rate=-(-per_thread // 2)),
-            GlobalStore(bytes=cfg.BLOCK_M * cfg.BLOCK_N * F16 // warps, store_bytes=16)]
+            GlobalStore(bytes=cfg.BLOCK_M * cfg.BLOCK_N * F16 // warps, store_bytes=16, lines=4.0)]
     ctas = (cfg.M // cfg.BLOCK_M) * (cfg.N // cfg.BLOCK_N)
     return Schedule(
         name="triton_pipeline",

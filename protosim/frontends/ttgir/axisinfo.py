@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from protosim.frontends.ttgir.text import _LOOP, _OPERAND, Stmt, operand_head
+from protosim.frontends.ttgir.values import _facts, shape_of
 
 KMAX = 1 << 62
 """Triton's ``kMaxDivisor``: the divisibility of 0 (highestPowOf2Divisor<int64_t>(0))."""
@@ -66,23 +67,11 @@ class Info:
     """The constant it holds, where one is known."""
 
 
-_SHAPE = re.compile(r"tensor<((?:\d+x)+)")
 _INT = re.compile(r"\s*(-?\d+)\s*:\s*(?:i\d+|index)\b")
 _DENSE_INT = re.compile(r"dense<(-?\d+|true|false)>\s*:\s*tensor<[\dx]+i\d+")
 _HINT = re.compile(r"\btt\.(divisibility|contiguity|constancy)\s*=\s*(?:dense<\[?([\d,\s]+)\]?>|(\d+))")
 _CASTS = ("arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast", "arith.index_castui", "ttg.convert_layout",
           "tt.bitcast")
-
-
-def _shape(st: Stmt) -> tuple[int, ...]:
-    """The result's shape (the last tensor type of the line: the result's); () for a scalar."""
-    found = _SHAPE.findall(_before_loc(st.rest))
-    return tuple(int(d) for d in found[-1].rstrip("x").split("x")) if found else ()
-
-
-def _before_loc(rest: str) -> str:
-    """A statement's text without its trailing location (whose file names may hold anything)."""
-    return rest.split(" loc(")[0]
 
 
 class AxisInfo:
@@ -184,9 +173,9 @@ class AxisInfo:
         return Info(fields["contiguity"], fields["divisibility"], fields["constancy"], got.value)
 
     def _compute(self, st: Stmt) -> Info | None:
-        shape = _shape(st)
+        shape, ops, _, rng, axis, pred, _ = _facts(st.rest)  # the value evaluator's parse of the text
+        shape = shape or ()  # a scalar
         rank = max(1, len(shape))
-        ops = _OPERAND.findall(operand_head(st.rest))
         op = st.op
         if op == "arith.constant":
             m = _INT.match(st.rest) or _DENSE_INT.search(st.rest)
@@ -198,10 +187,9 @@ class AxisInfo:
         if op in ("tt.get_program_id", "tt.get_num_programs"):
             return Info((1,), (1,), (1,))
         if op == "tt.make_range":
-            m = re.search(r"\bend\s*=\s*(-?\d+)\s*:\s*i\d+\s*,\s*start\s*=\s*(-?\d+)", st.rest)
-            if not m:
+            if rng is None:
                 return None
-            return Info((int(m.group(1)) - int(m.group(2)),), (pow2_divisor(int(m.group(2))),), (1,))
+            return Info((rng[0] - rng[1],), (pow2_divisor(rng[1]),), (1,))
         if not ops:
             return None
         if op in _CASTS:
@@ -212,10 +200,10 @@ class AxisInfo:
                 return None
             return Info((1,) * rank, (a.divisibility[0],) * rank, shape, a.value)
         if op == "tt.expand_dims":
-            a, axis = self.info(ops[0], st), re.search(r"axis\s*=\s*(\d+)", st.rest)
-            if a is None or axis is None or int(axis.group(1)) > len(a.contiguity):
+            a = self.info(ops[0], st)
+            if a is None or axis is None or axis > len(a.contiguity):
                 return None
-            ax = int(axis.group(1))
+            ax = axis
             if a.value is not None:
                 new = pow2_divisor(a.value)
             else:
@@ -224,10 +212,9 @@ class AxisInfo:
             return Info(ins(a.contiguity, 1), ins(a.divisibility, new), ins(a.constancy, 1), a.value)
         if op == "tt.broadcast":
             a = self.info(ops[0], st)
-            src = _SHAPE.findall(_before_loc(st.rest))
-            if a is None or len(src) < 2:
+            before = shape_of(st.rest.rsplit(" : ", 1)[-1].split("->")[0])  # the operand's type
+            if a is None or before is None:
                 return None
-            before = tuple(int(d) for d in src[0].rstrip("x").split("x"))
             if len(before) != len(shape) or len(a.contiguity) != len(shape):
                 return None
             return Info(tuple(1 if b == 1 else c for b, c in zip(before, a.contiguity)), a.divisibility,
@@ -270,7 +257,6 @@ class AxisInfo:
                              1 if b.contiguity[d] > 1 and a.value != 1 else b.divisibility[d]) for d in range(n))
             return Info(contig, div, tuple(_gcd(a.constancy[d], b.constancy[d]) for d in range(n)))
         if op == "arith.cmpi":
-            pred = operand_head(st.rest).split(",")[0].split()[0] if "," in st.rest else ""
             out = []
             for d in range(n):
                 k = _gcd(a.constancy[d], b.constancy[d])
@@ -341,6 +327,14 @@ def _elem_bytes(st: Stmt) -> int:
     return element_bytes(m.group(1)) if m else 1
 
 
+def access_operands(st: Stmt) -> tuple[str | None, str | None]:
+    """(pointer, mask) of a ``tt.load`` (``ptr, mask, other``) or ``tt.store`` (``ptr, value,
+    mask``); None for what the statement does not name."""
+    ops = _OPERAND.findall(operand_head(st.rest))
+    at = 1 if st.op == "tt.load" else 2
+    return (ops[0] if ops else None), (ops[at] if len(ops) > at else None)
+
+
 def proven_width(mod, st: Stmt, width: int, pointer: str, mask: str | None) -> int:
     """The layout's ``width`` (bytes a lane moves per instruction) of the ``tt.load`` / ``tt.store``
     ``st`` of module ``mod``, narrowed to what the analysis proves of ``pointer`` and ``mask``."""
@@ -371,10 +365,9 @@ def access_widths(mod) -> dict[str, list[int]]:
         for st in stmts:
             if st.op in ("tt.load", "tt.store"):
                 got = moved(st.rest.rsplit(" : ", 1)[-1], mod.layouts)
-                ops = _OPERAND.findall(operand_head(st.rest))
-                if got is not None and ops:
-                    mask = ops[1 if st.op == "tt.load" else 2] if len(ops) > (1 if st.op == "tt.load" else 2) else None
-                    out["ldg" if st.op == "tt.load" else "stg"].add(proven_width(mod, st, got[1], ops[0], mask))
+                pointer, mask = access_operands(st)
+                if got is not None and pointer is not None:
+                    out["ldg" if st.op == "tt.load" else "stg"].add(proven_width(mod, st, got[1], pointer, mask))
             for region in st.regions:
                 visit(region.stmts)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
-from protosim.frontends.ttgir.axisinfo import proven_width
+from protosim.frontends.ttgir.axisinfo import access_operands, proven_width
 from protosim.frontends.ttgir.layouts import crosses_warps, warps_along
 from protosim.frontends.ttgir.registers import _tensor, element_bytes, math_instructions, moved, pointer_layout
 from protosim.frontends.ttgir.scalars import _BIN, _CMP, _DIVIDES, _ITYPE, _UNSIGNED, _bits, _wrap
@@ -877,9 +877,9 @@ class Walker:
         role = self.role
         n = role.loads.get(site, 0)
         role.loads[site] = n + 1
-        operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
-        width = proven_width(self.mod, st, width, operands[0], operands[1] if len(operands) > 1 else None)
-        got = self.addressed(operands[0], operands[1] if len(operands) > 1 else None)
+        pointer, mask = access_operands(st)
+        width = proven_width(self.mod, st, width, pointer, mask)
+        got = self.addressed(pointer, mask)
         nbytes = max(32 * width, -(-size // role.warps))
         # ptxas's schedule, where the compile's metadata read it: one load out at a time (each used
         # before the next issues), and the registers fill a latency per load.  A window of several is
@@ -887,7 +887,7 @@ class Walker:
         # (set 5's GEMV: 5 out, refilled as they are used): not applied, not measured.
         limit = self.mod.ldg_in_flight
         in_flight = 1 if limit == 1 and nbytes // (32 * width) > 1 else 0
-        role.ops.append(GlobalLoad(bytes=nbytes, load_bytes=width, src=self.read_key(f"{site}@{n}", operands[:1], got),
+        role.ops.append(GlobalLoad(bytes=nbytes, load_bytes=width, src=self.read_key(f"{site}@{n}", [pointer] if pointer else [], got),
                                    memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width),
                                    in_flight=in_flight))
         role.loading[name] = role.loaded
@@ -899,10 +899,10 @@ class Walker:
         they leave the L2: a scalar's one element, not a full warp instruction's worth -- its
         ``st.global`` count, ``bytes / (lanes x width)`` rounded up, is one all the same."""
         size, width = self.moved(st)
-        operands = _OPERAND.findall(_ATTR_DICT.sub("", st.rest).split(" : ")[0])
-        if operands:
-            width = proven_width(self.mod, st, width, operands[0], operands[2] if len(operands) > 2 else None)
-        got = self.addressed(operands[0], operands[2] if len(operands) > 2 else None) if operands else None
+        pointer, mask = access_operands(st)
+        if pointer is not None:
+            width = proven_width(self.mod, st, width, pointer, mask)
+        got = self.addressed(pointer, mask) if pointer is not None else None
         self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width,
                                     memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width, True)))
 

@@ -414,8 +414,10 @@ class GlobalStore(Op):
     """Bytes of distinct, unmasked elements the warp's share writes, where they differ from
     ``bytes`` (what the L2 and DRAM take; the instructions are ``bytes``' all the same)."""
     lines: float | None = None
-    """Distinct 128-byte lines one warp store instruction touches, where its lanes are not
-    contiguous (more than ``32 x store_bytes / 128``; :class:`GlobalLoad`'s ``lines``)."""
+    """Distinct 128-byte lines one warp store instruction touches, where a frontend counted them:
+    up to one more than ``32 x store_bytes / 128``, contiguous lanes; more, lanes apart within one
+    run of adjacent lines.  None: not counted, or lanes spread over rows (docs/semantics.md
+    "Global stores": each has its measured rate)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -79,6 +79,28 @@ def test_lanes_along_the_rows_of_a_matrix_touch_a_line_each():
     assert lines_per_instruction(offsets, along, 2, 2) == 1
 
 
+def test_lanes_apart_in_a_row_are_one_run_and_rows_apart_are_not():
+    # Triton's unaligned fp32 store: 4 elements a thread kept, one stored at a time -- the lanes 16
+    # bytes apart, 4 adjacent lines, one run; the same elements a lane down the rows of a 2 KB-wide
+    # matrix: 4 lines 2 KB apart, not a run (a row's stores have the scattered cost)
+    flat = np.arange(1024)
+    apart = _layout([4], [32], [8], [0])
+    assert lines_per_instruction(flat, apart, 4, 4, run=True) == lines_per_instruction(flat, apart, 4, 4) == 4
+    rows, cols = np.indices((32, 32))
+    down = _layout([1, 4], [32, 1], [1, 8], [1, 0])  # lanes along the rows, 4 elements a thread along a row
+    offsets = rows * 512 + cols
+    assert lines_per_instruction(offsets, down, 4, 4) == 32
+    assert lines_per_instruction(offsets, down, 4, 4, run=True) is None
+    # a run with one line skipped still is one (a contiguous run that is not line-aligned touches
+    # its first and last lines only partly); two skipped is not
+    one = _layout([1], [32], [8], [0])  # element i: lane i % 32, one register
+    lane = np.arange(256) % 32
+    eight = (np.arange(256) // 32) * 4096 + lane * 8  # fp32 lanes 32 bytes apart: 8 adjacent lines
+    assert lines_per_instruction(eight, one, 4, 4, run=True) == 8
+    assert lines_per_instruction(np.where(lane < 16, eight, eight + 32), one, 4, 4, run=True) == 8  # one skipped
+    assert lines_per_instruction(np.where(lane < 16, eight, eight + 64), one, 4, 4, run=True) is None  # two
+
+
 def test_masked_off_lanes_touch_nothing():
     heads, pairs = np.indices((32, 32))
     offsets = np.where(heads < 8, heads * 64 + 2 * pairs, -1)  # 8 of 32 lanes on

@@ -130,6 +130,10 @@ class ArchProfile:
     global_store_contiguous_chip_per_clk: tuple[tuple[int, float], ...]
     """The same for stores whose 32 lanes write contiguous bytes, by bytes a lane: more of the
     narrow ones (a 2-byte store is 64 bytes in two sectors)."""
+    global_store_spread_lines_per_clk: tuple[tuple[int, float], ...]
+    """Lines a cycle the chip's L2 takes, by lines an instruction, from stores of 1-4 bytes a lane
+    whose lanes are apart within one run of lines (``GlobalStore.lines`` above the contiguous
+    count): Triton's unaligned stores, lanes along 128-byte rows."""
     alu_fp32_cycles: float
     """A warp's FP32 add / mul / FMA instruction on its SM sub-partition (``engine/units/alu.py``)."""
     alu_half_rate_cycles: float

@@ -208,6 +208,11 @@ class LsuUnit(Unit):
         contiguous = op.lines is not None and op.lines <= max(1, 32 * op.store_bytes // 128) + 1
         if not contiguous:  # lanes apart: a line at a time, where that costs more than the issue
             at_sm *= max(1.0, (op.lines or 1) * arch.l1_line_store_cycles / arch.global_store_issue_cycles)
+            if op.lines is not None and op.store_bytes <= 4:
+                # lanes apart within one run of lines (a row), one element a lane: by its lines (measured
+                # at 1-4 bytes a lane; wider lanes apart keep the scattered rule, measured at 16 bytes)
+                lines_per_clk = interpolate(arch.global_store_spread_lines_per_clk, op.lines)
+                at_chip *= arch.global_store_chip_per_clk * op.lines / lines_per_clk
         else:  # contiguous lanes: the chip takes more of the narrow ones, and an SM issues them at least that fast
             rate = interpolate(arch.global_store_contiguous_chip_per_clk, max(2, op.store_bytes))
             at_chip *= arch.global_store_chip_per_clk / rate

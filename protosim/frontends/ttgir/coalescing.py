@@ -32,10 +32,13 @@ def _ints(name: str, layout: str) -> list[int] | None:
     return [int(x) for x in m.group(1).split(",") if x.strip()] if m else None
 
 
-def lines_per_instruction(offsets: np.ndarray, layout: str, elem_bytes: int, width: int) -> float | None:
+def lines_per_instruction(offsets: np.ndarray, layout: str, elem_bytes: int, width: int,
+                          run: bool = False) -> float | None:
     """Mean distinct 128-byte lines one warp instruction touches, over the instructions with at least
     one lane on.  ``offsets``: each element's offset in elements from the base (the tensor's shape,
-    -1 where masked off); ``width``: bytes one lane moves per instruction (its vector)."""
+    -1 where masked off); ``width``: bytes one lane moves per instruction (its vector).  ``run``:
+    None unless every instruction's lines are one run (its first to its last line, at most one it
+    skips) -- a store whose lanes are apart within a row, not spread over rows."""
     if not layout.startswith("#ttg.blocked") or offsets.size == 0:
         return None
     groups = _instructions(layout, offsets.shape, max(1, width // elem_bytes))
@@ -51,6 +54,10 @@ def lines_per_instruction(offsets: np.ndarray, layout: str, elem_bytes: int, wid
     live = on.any(axis=1)
     if not live.any():
         return None
+    if run:
+        span = lines.max(axis=1) - np.where(on, lines, np.iinfo(np.int64).max).min(axis=1) + 1
+        if (span[live] > touched[live] + 1).any():
+            return None
     return float(touched[live].sum() / live.sum())
 
 

@@ -936,10 +936,12 @@ class Walker:
         base, offsets, lanes, full = got
         return Addressed(pointer, mask, base, offsets, lanes, reads, defs, per_cta, full)
 
-    def lines(self, st: Stmt, got: Addressed | None, width: int, always: bool = False) -> float | None:
+    def lines(self, st: Stmt, got: Addressed | None, width: int, store: bool = False) -> float | None:
         """The 128-byte lines one warp instruction of this ``tt.load`` / ``tt.store`` touches, where
-        that is more than contiguous lanes would (:mod:`~protosim.frontends.ttgir.coalescing`), or
-        ``always`` where it is known (a store: contiguous lanes have their own cost); else None."""
+        that is more than contiguous lanes would (:mod:`~protosim.frontends.ttgir.coalescing`); else
+        None.  A ``store``'s always, contiguous or not (each has its measured rate) -- unless its
+        lanes are apart and its lines are not one run (spread over rows: None, the epilogue's
+        measured cost; docs/semantics.md "Global stores")."""
         from protosim.frontends.ttgir.coalescing import coalesced_lines, lines_per_instruction
 
         if got is None or got.full is None or not got.offsets.size:
@@ -948,7 +950,12 @@ class Walker:
         if lay is None:
             return None
         n = lines_per_instruction(got.full, lay[1], lay[0], width)
-        return None if n is None or (n <= coalesced_lines(width) and not always) else round(n, 3)
+        if n is None or (n <= coalesced_lines(width) and not store):
+            return None
+        spread = store and n > coalesced_lines(width) + 1
+        if spread and lines_per_instruction(got.full, lay[1], lay[0], width, run=True) is None:
+            return None
+        return round(n, 3)
 
     def memory_bytes(self, got: Addressed | None, size: int) -> int | None:
         """A warp's share of the distinct, unmasked bytes a ``tt.load`` / ``tt.store`` of ``size``

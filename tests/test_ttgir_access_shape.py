@@ -99,6 +99,8 @@ def test_lanes_apart_in_a_row_are_one_run_and_rows_apart_are_not():
     assert lines_per_instruction(eight, one, 4, 4, run=True) == 8
     assert lines_per_instruction(np.where(lane < 16, eight, eight + 32), one, 4, 4, run=True) == 8  # one skipped
     assert lines_per_instruction(np.where(lane < 16, eight, eight + 64), one, 4, 4, run=True) is None  # two
+    # masked-off lanes are not part of the run (half the lanes off: still 4 adjacent lines)
+    assert lines_per_instruction(np.where(lane < 16, eight, -1), one, 4, 4, run=True) == 4
 
 
 def test_masked_off_lanes_touch_nothing():

@@ -4,10 +4,10 @@ what the chip takes per warp ``st.global`` when its lanes are ``S`` elements apa
 Why: a Triton store the compiler cannot vectorize (a length not divisible by 16) keeps the
 layout it would have vectorized -- ``sizePerThread`` 4 fp32 or 8 fp16 elements -- and stores one
 element a lane at a time, so the lanes of one instruction are 16 bytes apart and it spreads over
-4 lines, the next instruction filling the gaps.  access_rate.py's narrow rows (14.97 / 10.23
-instructions a cycle at 2 / 4 bytes) were such stores, yet the model took them for contiguous
-ones and charged stores of 4 lines the seed epilogue's 3.9 a cycle (8 rows of 8 bytes an
-instruction).  This kernel sweeps the spread alone:
+4 lines, the next instruction filling the gaps.  The model charged such stores the seed
+epilogue's 3.9 a cycle (8 rows of 8 bytes an instruction); access_rate.py's narrow rows (14.97 /
+10.23 instructions a cycle at 2 / 4 bytes) are contiguous scalar stores, not these (its pointer,
+not only its mask, is unaligned there: one element a thread).  This kernel sweeps the spread alone:
 
 - :func:`spread`: program ``pid`` writes rows of ``BLOCK`` elements, one element a thread a
   register (layout ``[1], [32], [WARPS]``: element ``i`` is lane ``i % 32`` of warp

@@ -37,28 +37,32 @@ def lines_per_instruction(offsets: np.ndarray, layout: str, elem_bytes: int, wid
     """Mean distinct 128-byte lines one warp instruction touches, over the instructions with at least
     one lane on.  ``offsets``: each element's offset in elements from the base (the tensor's shape,
     -1 where masked off); ``width``: bytes one lane moves per instruction (its vector).  ``run``:
-    None unless every instruction's lines are one run (its first to its last line, at most one it
-    skips) -- a store whose lanes are apart within a row, not spread over rows."""
+    None unless every instruction's lines are one run (:func:`line_counts`)."""
+    counts = line_counts(offsets, layout, elem_bytes, width)
+    return None if counts is None or (run and not counts[1]) else counts[0]
+
+
+def line_counts(offsets: np.ndarray, layout: str, elem_bytes: int, width: int) -> tuple[float, bool] | None:
+    """:func:`lines_per_instruction`'s mean, and whether every instruction's lines are one run (its
+    first to its last line, at most one it skips) -- a store whose lanes are apart within a row, not
+    spread over rows.  None where the layout or the offsets give no answer."""
     if not layout.startswith("#ttg.blocked") or offsets.size == 0:
         return None
     groups = _instructions(layout, offsets.shape, max(1, width // elem_bytes))
     if groups is None:
         return None
     lines = offsets.reshape(-1).astype(np.int64)[groups]  # one row per instruction
-    on = lines >= 0
-    lines = np.where(on, lines * elem_bytes // LINE_BYTES, -1)
+    lines = np.where(lines >= 0, lines * elem_bytes // LINE_BYTES, -1)
     lines.sort(axis=1)
+    on = lines >= 0
     firsts = np.ones(lines.shape, dtype=bool)
     firsts[:, 1:] = lines[:, 1:] != lines[:, :-1]
-    touched = (firsts & (lines >= 0)).sum(axis=1)
+    touched = (firsts & on).sum(axis=1)
     live = on.any(axis=1)
     if not live.any():
         return None
-    if run:
-        span = lines.max(axis=1) - np.where(on, lines, np.iinfo(np.int64).max).min(axis=1) + 1
-        if (span[live] > touched[live] + 1).any():
-            return None
-    return float(touched[live].sum() / live.sum())
+    span = lines.max(axis=1) - np.where(on, lines, np.iinfo(np.int64).max).min(axis=1) + 1
+    return float(touched[live].sum() / live.sum()), bool((span[live] <= touched[live] + 1).all())
 
 
 @functools.lru_cache(maxsize=256)

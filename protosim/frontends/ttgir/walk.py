@@ -942,18 +942,18 @@ class Walker:
         None.  A ``store``'s always, contiguous or not (each has its measured rate) -- unless its
         lanes are apart and its lines are not one run (spread over rows: None, the epilogue's
         measured cost; docs/semantics.md "Global stores")."""
-        from protosim.frontends.ttgir.coalescing import coalesced_lines, lines_per_instruction
+        from protosim.frontends.ttgir.coalescing import coalesced_lines, line_counts
 
         if got is None or got.full is None or not got.offsets.size:
             return None
         lay = pointer_layout(st.rest.rsplit(" : ", 1)[-1], self.mod.layouts)
         if lay is None:
             return None
-        n = lines_per_instruction(got.full, lay[1], lay[0], width)
-        if n is None or (n <= coalesced_lines(width) and not store):
+        counts = line_counts(got.full, lay[1], lay[0], width)
+        if counts is None:
             return None
-        spread = store and n > coalesced_lines(width) + 1
-        if spread and lines_per_instruction(got.full, lay[1], lay[0], width, run=True) is None:
+        n, run = counts
+        if (n <= coalesced_lines(width) and not store) or (store and n > coalesced_lines(width) + 1 and not run):
             return None
         return round(n, 3)
 

@@ -1,0 +1,174 @@
+"""Held-out set 6's optimistic GEMMs taken apart: which part of the kernel the H200 spends the
+missing time in.
+
+Set 6 predicted ``linear_gelu_fp16_4096_128x256x64_s3_w8`` at 0.72 of its measured time, its ViT
+sibling at 0.79 and ``w8a16_gemm_m96_64x128x128_s4_w4`` at 0.59 (set 5's erf-GELU and SwiGLU GEMMs
+0.79 and 0.85). Each miss could sit in the epilogue (the GELU's math), in the main loop (W stored
+N x K, the K mask) or in the int8 -> fp16 conversion. The variants below switch those parts off one
+at a time on the same shapes, so that the H200 says where the time goes:
+
+    linear      X [M, K] @ W, W stored N x K (``W_NK``, nn.Linear) or K x N, the K loop masked
+                (``MASK_K``, as set 6 wrote it) or not, and one of four epilogues (``EPI``):
+                0 the accumulator, 1 + bias, 2 + bias and tanh-GELU (set 6's formula),
+                3 + bias and erf-GELU
+    w8a16       set 6's weight-only GEMM, the weights int8 (converted to fp16 in the K loop) or
+                fp16 (the conversion a no-op): the same loads of W, half the bytes
+
+Compile on the CPU (sm_90 only) and run on the H200:
+
+    /tmp/tri36/bin/python -m kernels.triton.corpus --kernels kernels.triton.gemm_parts --out tests/fixtures/triton/gemm_parts
+    python -m kernels.triton.corpus_run --corpus tests/fixtures/triton/gemm_parts --out results.jsonl
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernels.triton.heldout6 import _swizzle
+
+TARGET = (90,)
+
+
+@triton.jit
+def linear_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K, stride_xm, stride_wn, stride_wk, stride_ym,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  EPI: tl.constexpr, MASK_K: tl.constexpr):
+    pid = tl.program_id(0)
+    pid_m, pid_n = _swizzle(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_am = offs_m % M
+    offs_bn = offs_n % N
+    offs_k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + offs_am[:, None] * stride_xm + offs_k[None, :]
+    w_ptrs = w_ptr + offs_bn[None, :] * stride_wn + offs_k[:, None] * stride_wk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kt in range(0, tl.cdiv(K, BLOCK_K)):
+        if MASK_K:
+            k_left = K - kt * BLOCK_K
+            a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        else:
+            a = tl.load(x_ptrs)
+            b = tl.load(w_ptrs)
+        acc = tl.dot(a, b, acc)
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K * stride_wk
+    y = acc
+    if EPI >= 1:
+        bias = tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)
+        y = acc + bias[None, :]
+    if EPI == 2:
+        y = y * tl.sigmoid(1.5957691216057308 * (y + 0.044715 * y * y * y))
+    if EPI == 3:
+        y = 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def w8a16_kernel(x_ptr, wq_ptr, scale_ptr, y_ptr, M, N, K,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    """Set 6's w8a16_gemm_kernel as it was written; W's dtype is the variant's."""
+    pid = tl.program_id(0)
+    pid_m, pid_n = _swizzle(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    m_mask = offs_m < M
+    x_ptrs = x_ptr + offs_m[:, None] * K + offs_k[None, :]
+    w_ptrs = wq_ptr + offs_n[None, :].to(tl.int64) * K + offs_k[:, None]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = tl.load(x_ptrs, mask=m_mask[:, None], other=0.0)
+        b = tl.load(w_ptrs).to(tl.float16)
+        acc = tl.dot(a, b, acc)
+        x_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K
+    s = tl.load(scale_ptr + offs_n).to(tl.float32)
+    acc = acc * s[None, :]
+    tl.store(y_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(y_ptr.dtype.element_ty), mask=m_mask[:, None])
+
+
+KERNELS = {"linear": linear_kernel, "w8a16": w8a16_kernel}
+
+
+def _t(shape, dtype="float16", init="randn"):
+    return {"shape": [int(s) for s in shape], "dtype": dtype, "init": init}
+
+
+EPILOGUE_EXPR = {
+    0: "{mm}",
+    1: "{mm} + BIAS",
+    2: "torch.nn.functional.gelu({mm} + BIAS, approximate='tanh')",
+    3: "torch.nn.functional.gelu({mm} + BIAS)",
+}
+
+
+def _linear(v, cap):
+    M, N, K, dt = v["M"], v["N"], v["K"], v["dtype"]
+    w_nk = v["W_NK"]
+    tensors = {"X": _t((M, K), dt), "W": _t((N, K) if w_nk else (K, N), dt), "BIAS": _t((N,), dt),
+               "Y": _t((M, N), dt, "nan")}
+    args = [("x_ptr", {"tensor": "X"}), ("w_ptr", {"tensor": "W"}), ("bias_ptr", {"tensor": "BIAS"}),
+            ("y_ptr", {"tensor": "Y"}), ("M", M), ("N", N), ("K", K), ("stride_xm", K),
+            ("stride_wn", K if w_nk else 1), ("stride_wk", 1 if w_nk else N), ("stride_ym", N)]
+    ce = {k: v[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "EPI", "MASK_K")}
+    grid = [triton.cdiv(M, v["BLOCK_M"]) * triton.cdiv(N, v["BLOCK_N"]), 1, 1]
+    expr = EPILOGUE_EXPR[v["EPI"]].format(mm="X @ W.t()" if w_nk else "X @ W")
+    return tensors, args, ce, grid, {"op": "torch", "expr": expr, "out": "Y"}
+
+
+def _w8a16(v, cap):
+    M, N, K = v["M"], v["N"], v["K"]
+    assert N % v["BLOCK_N"] == 0 and K % v["BLOCK_K"] == 0
+    tensors = {"X": _t((M, K), "float16"), "WQ": _t((N, K), v["w_dtype"]), "S": _t((N,), "float16"),
+               "Y": _t((M, N), "float16", "nan")}
+    args = [("x_ptr", {"tensor": "X"}), ("wq_ptr", {"tensor": "WQ"}), ("scale_ptr", {"tensor": "S"}),
+            ("y_ptr", {"tensor": "Y"}), ("M", M), ("N", N), ("K", K)]
+    ce = {k: v[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
+    grid = [triton.cdiv(M, v["BLOCK_M"]) * (N // v["BLOCK_N"]), 1, 1]
+    return tensors, args, ce, grid, {"op": "torch", "expr": "(X @ WQ.t()) * S[None, :]", "out": "Y"}
+
+
+BUILDERS = {"linear": _linear, "w8a16": _w8a16}
+
+
+def flops(v) -> int:
+    return 2 * v["M"] * v["N"] * v["K"]
+
+
+def _v(name, kernel, num_warps, num_stages, **kw):
+    return {"name": name, "kernel": kernel, "targets": TARGET, "num_warps": num_warps, "num_stages": num_stages, **kw}
+
+
+def _linear_v(tag, shape, epi, mask_k, w_nk):
+    """One linear variant: ``shape`` is set 6's (4096 fp16 128 x 256, or the ViT bf16 128 x 128)."""
+    name = f"linear_{tag}_epi{epi}_{'maskk' if mask_k else 'nomask'}_{'wnk' if w_nk else 'wkn'}"
+    return _v(name, "linear", shape["warps"], shape["stages"], EPI=epi, MASK_K=mask_k, W_NK=w_nk,
+              **{k: val for k, val in shape.items() if k not in ("warps", "stages")})
+
+
+BIG = dict(M=4096, N=4096, K=4096, dtype="float16", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+           warps=8, stages=3)
+VIT = dict(M=12608, N=3072, K=768, dtype="bfloat16", BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8,
+           warps=4, stages=4)
+W8A16 = dict(M=96, N=14336, K=4096, BLOCK_M=64, BLOCK_N=128, BLOCK_K=128, GROUP_M=8)
+
+VARIANTS = [
+    # set 6's linear_gelu_fp16_4096 again (epi 2, masked, W N x K), then its parts switched off
+    _linear_v("4096", BIG, 2, 1, 1),
+    _linear_v("4096", BIG, 3, 1, 1),
+    _linear_v("4096", BIG, 1, 1, 1),
+    _linear_v("4096", BIG, 0, 1, 1),
+    _linear_v("4096", BIG, 0, 0, 1),
+    _linear_v("4096", BIG, 0, 0, 0),
+    # set 6's ViT MLP (bf16, M = 12608 not a multiple of the tile)
+    _linear_v("vit", VIT, 2, 1, 1),
+    _linear_v("vit", VIT, 0, 1, 1),
+    _linear_v("vit", VIT, 0, 0, 0),
+    # set 6's w8a16_gemm_m96 again, and with fp16 weights
+    _v("w8a16_m96_int8", "w8a16", 4, 4, w_dtype="int8", **W8A16),
+    _v("w8a16_m96_fp16", "w8a16", 4, 4, w_dtype="float16", **W8A16),
+]

@@ -48,6 +48,23 @@ struct Cvt { __device__ float operator()(float x, float a, float) const {   // t
 struct Shfl { __device__ float operator()(float x, float, float) const {   // a reduction's butterfly step
     float y; asm volatile("shfl.sync.bfly.b32 %0, %1, 1, 0x1f, 0xffffffff;" : "=f"(y) : "f"(x)); return y; } };
 
+// Conversions (issue 16: set 6's int8-weight GEMM spends ~1,500 cycles a k-iteration converting its
+// int8 tile to fp16 -- per element a PRMT (the byte sign-extended to 16 bits) and an I2F.F16.S16,
+// cuobjdump of kernels/triton/gemm_parts.py's w8a16_m96_int8).  The 16-bit register halves cost no
+// instruction of their own (checked in the cubin's SASS).
+struct I2fF16S16 { __device__ float operator()(float x, float, float) const {   // arith.sitofp i8/i16 -> f16
+    float y; asm volatile("{ .reg .b16 lo, hi, r; mov.b32 {lo, hi}, %1; cvt.rn.f16.s16 r, lo; mov.b32 %0, {r, hi}; }"
+                          : "=f"(y) : "f"(x)); return y; } };
+struct Prmt { __device__ float operator()(float x, float a, float) const {       // a byte sign-extended
+    uint32_t y; asm volatile("prmt.b32 %0, %1, %2, 0x9180;" : "=r"(y) : "r"(__float_as_uint(x)), "r"(__float_as_uint(a)));
+    return __uint_as_float(y); } };
+struct I2fF32S32 { __device__ float operator()(float x, float, float) const {   // arith.sitofp i32 -> f32
+    float y; asm volatile("cvt.rn.f32.s32 %0, %1;" : "=f"(y) : "r"(__float_as_int(x))); return y; } };
+struct F2iS32F32 { __device__ float operator()(float x, float, float) const {   // arith.fptosi f32 -> i32
+    int y; asm volatile("cvt.rzi.s32.f32 %0, %1;" : "=r"(y) : "f"(x)); return __int_as_float(y); } };
+struct Ex2I2f { __device__ float operator()(float x, float a, float b) const {   // MUFU.EX2 and I2F: one pipe or two?
+    return I2fF16S16()(Ex2()(x, a, b), a, b); } };
+
 #define KERNEL(name, Step) \
 extern "C" __global__ void __launch_bounds__(1024) name(long long *cycles, float *sink, int rounds) { run(cycles, sink, rounds, Step()); }
 KERNEL(rate_ffma, Ffma)
@@ -56,3 +73,8 @@ KERNEL(rate_fmax, Fmax)
 KERNEL(rate_ex2, Ex2)
 KERNEL(rate_cvt_f16x2, Cvt)
 KERNEL(rate_shfl_bfly, Shfl)
+KERNEL(rate_i2f_f16_s16, I2fF16S16)
+KERNEL(rate_prmt, Prmt)
+KERNEL(rate_i2f_f32_s32, I2fF32S32)
+KERNEL(rate_f2i_s32_f32, F2iS32F32)
+KERNEL(rate_ex2_i2f, Ex2I2f)

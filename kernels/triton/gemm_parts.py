@@ -33,7 +33,7 @@ TARGET = (90,)
 @triton.jit
 def linear_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K, stride_xm, stride_wn, stride_wk, stride_ym,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                  EPI: tl.constexpr, MASK_K: tl.constexpr):
+                  EPI: tl.constexpr, MASK_K: tl.constexpr, TILE_NK: tl.constexpr):
     pid = tl.program_id(0)
     pid_m, pid_n = _swizzle(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -42,17 +42,26 @@ def linear_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K, stride_xm, stride_wn, 
     offs_bn = offs_n % N
     offs_k = tl.arange(0, BLOCK_K)
     x_ptrs = x_ptr + offs_am[:, None] * stride_xm + offs_k[None, :]
-    w_ptrs = w_ptr + offs_bn[None, :] * stride_wn + offs_k[:, None] * stride_wk
+    if TILE_NK:  # W's tile loaded as [BLOCK_N, BLOCK_K] and transposed for the dot (the TMA kernels' form)
+        w_ptrs = w_ptr + offs_bn[:, None] * stride_wn + offs_k[None, :] * stride_wk
+    else:
+        w_ptrs = w_ptr + offs_bn[None, :] * stride_wn + offs_k[:, None] * stride_wk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kt in range(0, tl.cdiv(K, BLOCK_K)):
         if MASK_K:
             k_left = K - kt * BLOCK_K
             a = tl.load(x_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-            b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+            if TILE_NK:
+                b = tl.load(w_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+            else:
+                b = tl.load(w_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
         else:
             a = tl.load(x_ptrs)
             b = tl.load(w_ptrs)
-        acc = tl.dot(a, b, acc)
+        if TILE_NK:
+            acc = tl.dot(a, tl.trans(b), acc)
+        else:
+            acc = tl.dot(a, b, acc)
         x_ptrs += BLOCK_K
         w_ptrs += BLOCK_K * stride_wk
     y = acc
@@ -114,7 +123,7 @@ def _linear(v, cap):
     args = [("x_ptr", {"tensor": "X"}), ("w_ptr", {"tensor": "W"}), ("bias_ptr", {"tensor": "BIAS"}),
             ("y_ptr", {"tensor": "Y"}), ("M", M), ("N", N), ("K", K), ("stride_xm", K),
             ("stride_wn", K if w_nk else 1), ("stride_wk", 1 if w_nk else N), ("stride_ym", N)]
-    ce = {k: v[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "EPI", "MASK_K")}
+    ce = {k: v.get(k, 0) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "EPI", "MASK_K", "TILE_NK")}
     grid = [triton.cdiv(M, v["BLOCK_M"]) * triton.cdiv(N, v["BLOCK_N"]), 1, 1]
     expr = EPILOGUE_EXPR[v["EPI"]].format(mm="X @ W.t()" if w_nk else "X @ W")
     return tensors, args, ce, grid, {"op": "torch", "expr": expr, "out": "Y"}
@@ -143,15 +152,16 @@ def _v(name, kernel, num_warps, num_stages, **kw):
     return {"name": name, "kernel": kernel, "targets": TARGET, "num_warps": num_warps, "num_stages": num_stages, **kw}
 
 
-def _linear_v(tag, shape, epi, mask_k, w_nk):
+def _linear_v(tag, shape, epi, mask_k, w_nk, tile_nk=0):
     """One linear variant: ``shape`` is set 6's (4096 fp16 128 x 256, or the ViT bf16 128 x 128)."""
-    name = f"linear_{tag}_epi{epi}_{'maskk' if mask_k else 'nomask'}_{'wnk' if w_nk else 'wkn'}"
-    return _v(name, "linear", shape["warps"], shape["stages"], EPI=epi, MASK_K=mask_k, W_NK=w_nk,
+    name = f"linear_{tag}_epi{epi}_{'maskk' if mask_k else 'nomask'}_{'wnk' if w_nk else 'wkn'}{'_tilenk' if tile_nk else ''}"
+    return _v(name, "linear", shape["warps"], shape["stages"], EPI=epi, MASK_K=mask_k, W_NK=w_nk, TILE_NK=tile_nk,
               **{k: val for k, val in shape.items() if k not in ("warps", "stages")})
 
 
 BIG = dict(M=4096, N=4096, K=4096, dtype="float16", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
            warps=8, stages=3)
+SMALL = dict(BIG, M=2048, N=2048, K=2048)
 VIT = dict(M=12608, N=3072, K=768, dtype="bfloat16", BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8,
            warps=4, stages=4)
 W8A16 = dict(M=96, N=14336, K=4096, BLOCK_M=64, BLOCK_N=128, BLOCK_K=128, GROUP_M=8)
@@ -168,6 +178,14 @@ VARIANTS = [
     _linear_v("vit", VIT, 2, 1, 1),
     _linear_v("vit", VIT, 0, 1, 1),
     _linear_v("vit", VIT, 0, 0, 0),
+    # second run (after the first showed W stored N x K costing 34% at 4096^3): the same tile loaded
+    # as [BLOCK_N, BLOCK_K] and transposed for the dot; and both layouts where every input stays in L2
+    _linear_v("4096", BIG, 0, 0, 1, tile_nk=1),
+    _linear_v("2048", SMALL, 0, 0, 1),
+    _linear_v("2048", SMALL, 0, 0, 0),
+    _linear_v("2048", SMALL, 0, 0, 1, tile_nk=1),
+    _linear_v("vit", VIT, 0, 0, 1),
+    _linear_v("vit", VIT, 0, 0, 1, tile_nk=1),
     # set 6's w8a16_gemm_m96 again, and with fp16 weights
     _v("w8a16_m96_int8", "w8a16", 4, 4, w_dtype="int8", **W8A16),
     _v("w8a16_m96_fp16", "w8a16", 4, 4, w_dtype="float16", **W8A16),

@@ -62,6 +62,8 @@ struct I2fF32S32 { __device__ float operator()(float x, float, float) const {   
     float y; asm volatile("cvt.rn.f32.s32 %0, %1;" : "=f"(y) : "r"(__float_as_int(x))); return y; } };
 struct F2iS32F32 { __device__ float operator()(float x, float, float) const {   // arith.fptosi f32 -> i32
     int y; asm volatile("cvt.rzi.s32.f32 %0, %1;" : "=r"(y) : "f"(x)); return __int_as_float(y); } };
+struct Frnd { __device__ float operator()(float x, float, float) const {        // math.floor (FRND.FLOOR)
+    float y; asm volatile("cvt.rmi.f32.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; } };
 struct Ex2I2f { __device__ float operator()(float x, float a, float b) const {   // MUFU.EX2 and I2F: one pipe or two?
     return I2fF16S16()(Ex2()(x, a, b), a, b); } };
 
@@ -77,4 +79,5 @@ KERNEL(rate_i2f_f16_s16, I2fF16S16)
 KERNEL(rate_prmt, Prmt)
 KERNEL(rate_i2f_f32_s32, I2fF32S32)
 KERNEL(rate_f2i_s32_f32, F2iS32F32)
+KERNEL(rate_frnd_floor, Frnd)
 KERNEL(rate_ex2_i2f, Ex2I2f)

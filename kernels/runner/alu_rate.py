@@ -3,7 +3,7 @@
 kernels/microbench/alu_rate.cu runs, per thread, rounds of 8 independent chains of one
 instruction -- FFMA, FMUL, FMNMX, MUFU.EX2, F2FP (two fp32 to packed fp16x2), SHFL.BFLY, and the
 conversions I2F.F16.S16 (Triton's int8 / int16 -> fp16), PRMT, I2FP.F32.S32 (int32 -> fp32) and
-F2I.TRUNC (fp32 -> int32) -- in one CTA of 1-32 warps on one SM, and in one CTA on every SM.
+F2I.TRUNC (fp32 -> int32), FRND.FLOOR (math.floor) -- in one CTA of 1-32 warps on one SM, and in one CTA on every SM.
 ``ex2_i2f`` steps a chain through MUFU.EX2, then I2F.F16.S16 and a PRMT (three instructions a
 step: its per-instruction numbers are per step), to tell whether I2F shares the MUFU's pipe.  Run on the GPU machine:
 
@@ -25,7 +25,7 @@ from .launch_cost import Driver, cubin_bench_exit
 from .tma_stream import SM_COUNT
 
 KINDS = ("ffma", "fmul", "fmax", "ex2", "cvt_f16x2", "shfl_bfly", "i2f_f16_s16", "prmt", "i2f_f32_s32",
-         "f2i_s32_f32", "ex2_i2f")
+         "f2i_s32_f32", "frnd_floor", "ex2_i2f")
 ROUNDS = 256
 PER_ROUND = 4 * 8
 """Instructions of the kind per thread per round: 4 unrolled steps of 8 chains."""

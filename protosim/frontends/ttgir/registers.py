@@ -123,6 +123,42 @@ instructions; ``erf`` and ``tanh`` (``math.erf``; ``tt.extern_elementwise`` of l
 HFMA2 (constants) and 1 MUFU; tanh 2 FADD, 6 FFMA, 2 FMUL, 1 FSEL, 2 FSETP, 1 HFMA2 and 2 MUFU
 (docs/semantics.md "Register math").  ``sin`` / ``cos`` are not read: their SASS holds a slow path
 through local memory; one MUFU op is the assumption."""
+_ROUNDING = {"math.floor": (0, 0, 1), "math.ceil": (0, 0, 1)}
+"""FRND (``cvt.rmi`` / ``cvt.rpi``): one instruction an element at the MUFU's rate (below)."""
+_INT_BITS = re.compile(r"x(i\d+)\s*,")
+
+
+def conversion(op: str, types: str) -> tuple[float, float, float] | None:
+    """Warp instructions per element (FP32 pipe, ALU pipe, MUFU pipe) of a conversion between
+    integers and floats on a tensor, as Triton 3.6 lowers it for sm_90a (cuobjdump); None for a
+    pair not read.  ``arith.sitofp`` / ``uitofp`` of an 8- or 16-bit integer to fp16: PRMT to
+    sign-extend the bytes and pack the halves (224 for 128 elements in kernels/triton/gemm_parts.py's
+    w8a16_m96_int8, 1.75 an element) and one I2F.F16.S16 an element; of a 32-bit integer to fp32 one
+    I2FP.F32.S32 (the ALU pipe's rate).  ``arith.fptosi`` / ``fptoui`` of fp32: one F2I an element,
+    and to 8 bits 0.75 PRMT to pack the bytes (48 for 64 elements in held-out set 6's
+    quant_int8_rowwise).  I2F, F2I and FRND run at the MUFU's rate, 8.09 cycles a warp instruction,
+    and I2F shares its pipe: MUFU.EX2 and I2F.F16.S16 in one chain take 20.4 cycles a step
+    (alu_rate.cu, results/silicon/microbench/2026-12-02_h200_alu_conversions.md); F2I and FRND sharing
+    it too is the assumption.  PRMT and I2FP run at FMNMX's 2.1."""
+    sides = types.split(" to ")
+    if len(sides) != 2:
+        return None
+    src_int, dst_int = _INT_BITS.search(sides[0]), _INT_BITS.search(sides[1])
+    if op in ("arith.sitofp", "arith.uitofp") and src_int:
+        bits = int(src_int.group(1)[1:])
+        if bits <= 16 and re.search(r"xf16\s*,", sides[1]):
+            return (0, 1.75, 1)
+        if bits == 32 and re.search(r"xf32\s*,", sides[1]):
+            return (0, 1, 0)
+    if op in ("arith.fptosi", "arith.fptoui") and dst_int and re.search(r"xf32\s*,", sides[0]):
+        bits = int(dst_int.group(1)[1:])
+        if bits == 8:
+            return (0, 0.75, 1)
+        if bits in (16, 32):
+            return (0, 0, 1)
+    return None
+
+
 _PACKED = ("arith.truncf",)
 """Ops whose instruction handles two elements whatever the type (F2FP packs two fp32 into fp16x2)."""
 _TYPE = re.compile(r"tensor<((?:\d+x)+)(\w+)\s*,\s*(#[\w.]+(?:<\{.*?\}>)?)")
@@ -177,6 +213,14 @@ def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
     if op == "tt.extern_elementwise":  # a libdevice call: its cost by symbol, where counted
         symbol = re.search(r'symbol\s*=\s*"(\w+)"', rest)
         op = symbol.group(1) if symbol else op
+    if op in _CONVERSIONS or op in _ROUNDING:
+        t = _tensor(types)
+        per_element = conversion(op, types) if op in _CONVERSIONS else _ROUNDING[op]
+        if t is None or per_element is None:
+            return None
+        per_thread = -(-t[0] // threads)  # one instruction an element: I2F / F2I / FRND do not pack two
+        f, h, u = (round(c * per_thread) for c in per_element)
+        return f, h, u, 0
     if op not in PER_ELEMENT:
         return None
     t = _tensor(types.split(" to ")[-1] if op in _PACKED else types)
@@ -189,6 +233,8 @@ def math_instructions(op: str, rest: str, layouts: dict[str, str], threads: int,
     f, h, u = PER_ELEMENT[op]
     return f * per_thread, h * per_thread, u * per_thread, 0
 
+
+_CONVERSIONS = ("arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui")
 
 _CONTRACTS = ("arith.addf", "arith.subf")
 

@@ -476,9 +476,10 @@ class RegisterMath(Op):
     fp32: int = 0
     """FP32 add / mul / FMA / compare / select (and packed f16x2 arithmetic)."""
     half_rate: int = 0
-    """Max / min (FMNMX) and conversions to fp16 (F2FP)."""
+    """Max / min (FMNMX), conversions to fp16 (F2FP), byte permutes (PRMT) and int32 -> fp32 (I2FP)."""
     mufu: int = 0
-    """The special-function unit: ex2, lg2, rcp, rsqrt, sin, cos."""
+    """The special-function unit's pipe: ex2, lg2, rcp, rsqrt, sin, cos, and the conversions I2F,
+    F2I and FRND that run on it (alu_rate.cu)."""
     shfl: int = 0
     """Warp shuffles (a reduction across lanes)."""
 

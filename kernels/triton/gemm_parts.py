@@ -100,7 +100,26 @@ def w8a16_kernel(x_ptr, wq_ptr, scale_ptr, y_ptr, M, N, K,
     tl.store(y_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(y_ptr.dtype.element_ty), mask=m_mask[:, None])
 
 
-KERNELS = {"linear": linear_kernel, "w8a16": w8a16_kernel}
+@triton.jit
+def dot_loop_kernel(x_ptr, w_ptr, y_ptr, ITERS, stride_wn, stride_wk,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The tensor core alone on one B layout: each program loads one A tile [BLOCK_M, BLOCK_K] and
+    one B tile [BLOCK_K, BLOCK_N] (W stored N x K or K x N, as ``stride_wn`` / ``stride_wk`` say)
+    once, then ITERS dots of them into its accumulator -- no copies in the loop.
+    Y[pid] = ITERS * (A @ B)."""
+    pid = tl.program_id(0)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a = tl.load(x_ptr + offs_m[:, None] * BLOCK_K + offs_k[None, :])
+    b = tl.load(w_ptr + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(ITERS):
+        acc = tl.dot(a, b, acc)
+    tl.store(y_ptr + pid * BLOCK_M * BLOCK_N + offs_m[:, None] * BLOCK_N + offs_n[None, :], acc)
+
+
+KERNELS = {"linear": linear_kernel, "w8a16": w8a16_kernel, "dot_loop": dot_loop_kernel}
 
 
 def _t(shape, dtype="float16", init="randn"):
@@ -144,10 +163,23 @@ def _w8a16(v, cap):
     return tensors, args, ce, grid, {"op": "torch", "expr": "(X @ WQ.t()) * S[None, :]", "out": "Y"}
 
 
-BUILDERS = {"linear": _linear, "w8a16": _w8a16}
+def _dot_loop(v, cap):
+    BM, BN, BK, G, it = v["BLOCK_M"], v["BLOCK_N"], v["BLOCK_K"], v["GRID"], v["ITERS"]
+    w_nk = v["W_NK"]
+    tensors = {"X": _t((BM, BK)), "W": _t((BN, BK) if w_nk else (BK, BN)), "Y": _t((G * BM, BN), "float32", "nan")}
+    args = [("x_ptr", {"tensor": "X"}), ("w_ptr", {"tensor": "W"}), ("y_ptr", {"tensor": "Y"}), ("ITERS", it),
+            ("stride_wn", BK if w_nk else 1), ("stride_wk", 1 if w_nk else BN)]
+    ce = {k: v[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+    expr = f"(X @ {'W.t()' if w_nk else 'W'} * {it}).repeat({G}, 1)"
+    return tensors, args, ce, [G, 1, 1], {"op": "torch", "expr": expr, "out": "Y"}
+
+
+BUILDERS = {"linear": _linear, "w8a16": _w8a16, "dot_loop": _dot_loop}
 
 
 def flops(v) -> int:
+    if v["kernel"] == "dot_loop":
+        return 2 * v["GRID"] * v["ITERS"] * v["BLOCK_M"] * v["BLOCK_N"] * v["BLOCK_K"]
     return 2 * v["M"] * v["N"] * v["K"]
 
 
@@ -200,6 +232,11 @@ VARIANTS = [
     _linear_v("4096", BIG, 0, 0, 1, pad_w=64),
     _linear_v("4096", BIG, 0, 0, 1, pad_x=64, pad_w=64),
     _linear_v("4096", BIG, 0, 0, 0, pad_x=64),
+    # fourth run (W N x K still 31% slower with its rows padded): the tensor core alone on each B
+    # layout -- one tile pair loaded once, 512 dots of it, one CTA on every SM
+    *[_v(f"dot_loop_{bm}x{bn}x64_{'wnk' if w_nk else 'wkn'}_w{warps}", "dot_loop", warps, 1, BLOCK_M=bm,
+         BLOCK_N=bn, BLOCK_K=64, GRID=132, ITERS=512, W_NK=w_nk)
+      for bm, bn, warps in ((128, 256, 8), (128, 128, 4), (128, 128, 8)) for w_nk in (1, 0)],
     # set 6's w8a16_gemm_m96 again, and with fp16 weights
     _v("w8a16_m96_int8", "w8a16", 4, 4, w_dtype="int8", **W8A16),
     _v("w8a16_m96_fp16", "w8a16", 4, 4, w_dtype="float16", **W8A16),

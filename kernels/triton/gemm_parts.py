@@ -121,12 +121,12 @@ def dot_loop_kernel(x_ptr, w_ptr, y_ptr, ITERS, stride_wn, stride_wk,
 
 @triton.jit
 def copy_loop_kernel(x_ptr, w_ptr, y_ptr, ITERS, stride_wn, stride_wk, tile_w,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TILES: tl.constexpr):
     """dot_loop with B's tile copied again every iteration (cp.async, pipelined): each program its
-    own tiles of W at ``tile_w`` elements from the last program's, four of them along K in turn (so
-    in L2 after the first round, 17 MB in all; one tile every iteration, Triton hoists the load out
-    of the loop), rows ``stride_wn`` apart (N x K) or ``stride_wk`` (K x N) as in the 4096^3
-    linear.  Y[pid] = (ITERS / 4) * (A @ sum of the four B_pid)."""
+    own tiles of W at ``tile_w`` elements from the last program's, TILES of them along K in turn (so
+    in L2 after the first round; one tile every iteration, Triton hoists the load out of the loop),
+    rows ``stride_wn`` apart (N x K) or ``stride_wk`` (K x N) as in the 4096^3 linear.
+    Y[pid] = (ITERS / TILES) * (A @ sum of the TILES B_pid)."""
     pid = tl.program_id(0)
     offs_m = tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
@@ -135,7 +135,7 @@ def copy_loop_kernel(x_ptr, w_ptr, y_ptr, ITERS, stride_wn, stride_wk, tile_w,
     w_ptrs = w_ptr + pid * tile_w + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for i in range(ITERS):
-        b = tl.load(w_ptrs + (i % 4) * BLOCK_K * stride_wk)
+        b = tl.load(w_ptrs + (i % TILES) * BLOCK_K * stride_wk)
         acc = tl.dot(a, b, acc)
     tl.store(y_ptr + pid * BLOCK_M * BLOCK_N + offs_m[:, None] * BLOCK_N + offs_n[None, :], acc)
 
@@ -200,15 +200,16 @@ def _copy_loop(v, cap):
     w_nk = v["W_NK"]
     # N x K: G * BN rows of KF elements, program p's tile its rows p * BN.., first BK columns;
     # K x N: BK rows of G * BN elements, program p's tile its columns p * BN..
-    W = _t((G * BN, KF) if w_nk else (4 * BK, G * BN))
+    T = v["TILES"]
+    W = _t((G * BN, KF) if w_nk else (T * BK, G * BN))
     tensors = {"X": _t((BM, BK)), "W": W, "Y": _t((G * BM, BN), "float32", "nan")}
     args = [("x_ptr", {"tensor": "X"}), ("w_ptr", {"tensor": "W"}), ("y_ptr", {"tensor": "Y"}), ("ITERS", it),
             ("stride_wn", KF if w_nk else 1), ("stride_wk", 1 if w_nk else G * BN), ("tile_w", BN * KF if w_nk else BN)]
-    ce = {k: v[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
-    assert it % 4 == 0
-    b = (f"W[:, :{4 * BK}].reshape({G}, {BN}, 4, {BK}).sum(2).transpose(1, 2)" if w_nk
-         else f"W.reshape(4, {BK}, {G}, {BN}).sum(0).permute(1, 0, 2)")
-    expr = f"(X @ {b} * {it // 4}).reshape({G * BM}, {BN})"
+    ce = {k: v[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "TILES")}
+    assert it % T == 0
+    b = (f"W[:, :{T * BK}].reshape({G}, {BN}, {T}, {BK}).sum(2).transpose(1, 2)" if w_nk
+         else f"W.reshape({T}, {BK}, {G}, {BN}).sum(0).permute(1, 0, 2)")
+    expr = f"(X @ {b} * {it // T}).reshape({G * BM}, {BN})"
     return tensors, args, ce, [G, 1, 1], {"op": "torch", "expr": expr, "out": "Y"}
 
 
@@ -278,7 +279,13 @@ VARIANTS = [
     # fifth run (the tensor core alone ran both layouts at one speed): B's tile copied every
     # iteration, L2-resident, rows 8 KB apart (N x K) or 512-byte rows (K x N)
     *[_v(f"copy_loop_128x256x64_{'wnk' if w_nk else 'wkn'}_s3_w8", "copy_loop", 8, 3, BLOCK_M=128, BLOCK_N=256,
-         BLOCK_K=64, GRID=132, ITERS=512, K_FULL=4096, W_NK=w_nk) for w_nk in (1, 0)],
+         BLOCK_K=64, GRID=132, ITERS=512, K_FULL=4096, W_NK=w_nk, TILES=4) for w_nk in (1, 0)],
+    # sixth run (both layouts' copies ran at one speed at ~3 KB a cycle chip-wide, under the GEMM's
+    # 4.2): a quarter of the tensor work a byte (64-row A, 4 warps) at 1 and 3 CTAs an SM, so that
+    # the copies bind
+    *[_v(f"copy_loop_64x256x64_{'wnk' if w_nk else 'wkn'}_s2_w4_g{grid}", "copy_loop", 4, 2, BLOCK_M=64,
+         BLOCK_N=256, BLOCK_K=64, GRID=grid, ITERS=512, K_FULL=4096, W_NK=w_nk, TILES=2)
+      for grid in (132, 396) for w_nk in (1, 0)],
     # set 6's w8a16_gemm_m96 again, and with fp16 weights
     _v("w8a16_m96_int8", "w8a16", 4, 4, w_dtype="int8", **W8A16),
     _v("w8a16_m96_fp16", "w8a16", 4, 4, w_dtype="float16", **W8A16),

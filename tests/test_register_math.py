@@ -198,6 +198,7 @@ GEMM_PARTS = Path(__file__).resolve().parent / "fixtures" / "triton" / "gemm_par
     ("math.floor", " %x : tensor<128x64xf32, #mma>", (0, 0, 64, 0)),
     ("arith.sitofp", " %b : tensor<128x64xi8, #mma> to tensor<128x64xbf16, #mma>", None),  # not read from SASS
     ("arith.sitofp", " %n : i32 to f32", None),  # a scalar
+    ("arith.uitofp", " %m : tensor<128x64xi1, #mma> to tensor<128x64xf16, #mma>", None),  # a mask: not read
 ])
 def test_what_a_conversion_costs(op, rest, want):
     assert math_instructions(op, rest, MMA, threads=128) == want

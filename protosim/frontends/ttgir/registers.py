@@ -146,7 +146,7 @@ def conversion(op: str, types: str) -> tuple[float, float, float] | None:
     src_int, dst_int = _INT_BITS.search(sides[0]), _INT_BITS.search(sides[1])
     if op in ("arith.sitofp", "arith.uitofp") and src_int:
         bits = int(src_int.group(1)[1:])
-        if bits <= 16 and re.search(r"xf16\s*,", sides[1]):
+        if bits in (8, 16) and re.search(r"xf16\s*,", sides[1]):
             return (0, 1.75, 1)
         if bits == 32 and re.search(r"xf32\s*,", sides[1]):
             return (0, 1, 0)

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from protosim.frontends.ttgir import DEFAULT_MAX_OPS, TtgirError, metadata_shared, parse, read
 from protosim.ir import WgmmaWait, validate
+from protosim.verdict import judge
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "triton"
 S3 = "k256_s3.sm121.ttgir"  # cp.async + mma.sync, 2 stage buffers, K loop of 8
@@ -282,6 +283,23 @@ def test_the_launch_argument_is_checked_like_the_file(tmp_path):
         read(FIXTURES / S3, arch="h100")
     with pytest.raises(TtgirError, match="wgmma"):
         read(FIXTURES / H3, arch="gb10")  # an sm_90 compile replayed on a profile with no wgmma
+
+
+def test_a_stride_or_offset_of_zero_or_below_is_a_launch_like_any_other():
+    """Only the problem's sizes (M, N, K) must be positive: a stride of 0 broadcasts a row (every
+    row of A the same line), a negative stride walks backwards; both are launches a program makes."""
+    base, _ = read(FIXTURES / S3)
+    broadcast, _ = read(FIXTURES / S3, launch={"stride_am": 0})
+    backwards, _ = read(FIXTURES / S3, launch={"stride_am": -256})
+    for schedule in (broadcast, backwards):
+        validate(schedule)
+        assert schedule.op_count() == base.op_count()  # the same loop
+        verdict, _ = judge(schedule)
+        assert verdict.outcome.kind == "correct" and not verdict.findings, verdict.findings
+    with pytest.raises(TtgirError, match="problem size"):
+        read(FIXTURES / S3, launch={"M": 0})
+    with pytest.raises(TtgirError, match="at least"):
+        read(FIXTURES / S3, launch={"stride_am": -(2**31) - 16})
 
 
 def test_a_directory_or_a_missing_file(tmp_path):

@@ -86,6 +86,12 @@ def merge_launch(path: Path, from_file: dict[str, Any], given: dict[str, Any] | 
     return {**from_file, **(given or {})}
 
 
+PROBLEM_SIZES = ("M", "N", "K")
+"""Arguments read as the problem's sizes (the convention of every matmul kernel): 0 or below is
+refused.  Any other integer argument may take any value its type holds -- a tile offset or a start
+position of 0, a stride of 0 (a broadcast), a negative offset -- as a launch can pass them."""
+
+
 def check_launch(mod: Ttgir, launch: Any, where: str) -> None:
     """Refuse a launch whose values the compiled kernel could not have been launched with.
 
@@ -141,8 +147,10 @@ def check_launch(mod: Ttgir, launch: Any, where: str) -> None:
             if value not in (0, 1):
                 raise TtgirError(f"{at} = {value}: an i1 argument is 0 or 1")
             continue
-        if value < 1:
-            raise TtgirError(f"{at} = {value}: sizes, strides and counts must be positive integers")
+        if value < 1 and key in PROBLEM_SIZES:
+            raise TtgirError(f"{at} = {value}: a problem size must be a positive integer")
+        if value < -(1 << (bits - 1)):
+            raise TtgirError(f"{at} = {value}: does not fit the argument's type {arg.type} (at least {-(1 << (bits - 1))})")
         if value >= 1 << (bits - 1):
             raise TtgirError(f"{at} = {value}: does not fit the argument's type {arg.type} (at most {(1 << (bits - 1)) - 1})")
         if arg.divisibility and value % arg.divisibility:

@@ -140,7 +140,29 @@ def copy_loop_kernel(x_ptr, w_ptr, y_ptr, ITERS, stride_wn, stride_wk, tile_w,
     tl.store(y_ptr + pid * BLOCK_M * BLOCK_N + offs_m[:, None] * BLOCK_N + offs_n[None, :], acc)
 
 
-KERNELS = {"linear": linear_kernel, "w8a16": w8a16_kernel, "dot_loop": dot_loop_kernel, "copy_loop": copy_loop_kernel}
+@triton.jit
+def ab_copy_loop_kernel(x_ptr, w_ptr, y_ptr, ITERS, stride_xm, stride_wn, stride_wk, tile_x, tile_w,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, TILES: tl.constexpr):
+    """copy_loop with A's tile copied every iteration too, as in the GEMM: X stored M x K with rows
+    ``stride_xm`` apart, each program its tiles ``tile_x`` / ``tile_w`` elements from the last
+    program's (0: every program reads the same tiles), TILES of them along K in turn.
+    Y[pid] = (ITERS / TILES) * sum over the TILES of A_pid,t @ B_pid,t."""
+    pid = tl.program_id(0)
+    offs_m = tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + pid * tile_x + offs_m[:, None] * stride_xm + offs_k[None, :]
+    w_ptrs = w_ptr + pid * tile_w + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for i in range(ITERS):
+        a = tl.load(x_ptrs + (i % TILES) * BLOCK_K)
+        b = tl.load(w_ptrs + (i % TILES) * BLOCK_K * stride_wk)
+        acc = tl.dot(a, b, acc)
+    tl.store(y_ptr + pid * BLOCK_M * BLOCK_N + offs_m[:, None] * BLOCK_N + offs_n[None, :], acc)
+
+
+KERNELS = {"linear": linear_kernel, "w8a16": w8a16_kernel, "dot_loop": dot_loop_kernel, "copy_loop": copy_loop_kernel,
+           "ab_copy_loop": ab_copy_loop_kernel}
 
 
 def _t(shape, dtype="float16", init="randn"):
@@ -200,24 +222,38 @@ def _copy_loop(v, cap):
     w_nk = v["W_NK"]
     # N x K: G * BN rows of KF elements, program p's tile its rows p * BN.., first BK columns;
     # K x N: BK rows of G * BN elements, program p's tile its columns p * BN..
-    T = v["TILES"]
+    T, shared, copy_a = v["TILES"], v.get("SHARED", 0), v["kernel"] == "ab_copy_loop"
     W = _t((G * BN, KF) if w_nk else (T * BK, G * BN))
-    tensors = {"X": _t((BM, BK)), "W": W, "Y": _t((G * BM, BN), "float32", "nan")}
+    tensors = {"X": _t((G * BM, KF) if copy_a else (BM, BK)), "W": W, "Y": _t((G * BM, BN), "float32", "nan")}
     args = [("x_ptr", {"tensor": "X"}), ("w_ptr", {"tensor": "W"}), ("y_ptr", {"tensor": "Y"}), ("ITERS", it),
-            ("stride_wn", KF if w_nk else 1), ("stride_wk", 1 if w_nk else G * BN), ("tile_w", BN * KF if w_nk else BN)]
+            *([("stride_xm", KF)] if copy_a else []),
+            ("stride_wn", KF if w_nk else 1), ("stride_wk", 1 if w_nk else G * BN),
+            *([("tile_x", 0 if shared else BM * KF)] if copy_a else []),
+            ("tile_w", 0 if shared else (BN * KF if w_nk else BN))]
     ce = {k: v[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "TILES")}
     assert it % T == 0
-    b = (f"W[:, :{T * BK}].reshape({G}, {BN}, {T}, {BK}).sum(2).transpose(1, 2)" if w_nk
-         else f"W.reshape({T}, {BK}, {G}, {BN}).sum(0).permute(1, 0, 2)")
-    expr = f"(X @ {b} * {it // T}).reshape({G * BM}, {BN})"
+    if not (copy_a or shared):  # the fifth and sixth runs' reference, as they were compiled
+        b = (f"W[:, :{T * BK}].reshape({G}, {BN}, {T}, {BK}).sum(2).transpose(1, 2)" if w_nk
+             else f"W.reshape({T}, {BK}, {G}, {BN}).sum(0).permute(1, 0, 2)")
+        return tensors, args, ce, [G, 1, 1], {"op": "torch", "expr": f"(X @ {b} * {it // T}).reshape({G * BM}, {BN})",
+                                               "out": "Y"}
+    # B_p stacked over the programs p as [G, T * BK, BN] (the sum over its K tiles is one product
+    # over their concatenation); a shared run takes program 0's for every program
+    b = (f"W[:, :{T * BK}].reshape({G}, {BN}, {T * BK}).transpose(1, 2)" if w_nk
+         else f"W.reshape({T * BK}, {G}, {BN}).permute(1, 0, 2)")
+    a = f"X[:, :{T * BK}].reshape({G}, {BM}, {T * BK})" if copy_a else f"X.repeat(1, {T})"
+    if shared:
+        a, b = (f"{a}[:1]" if copy_a else a), f"{b}[:1]"
+    expr = f"({a} @ {b} * {it // T}).expand({G}, {BM}, {BN}).reshape({G * BM}, {BN})"
     return tensors, args, ce, [G, 1, 1], {"op": "torch", "expr": expr, "out": "Y"}
 
 
-BUILDERS = {"linear": _linear, "w8a16": _w8a16, "dot_loop": _dot_loop, "copy_loop": _copy_loop}
+BUILDERS = {"linear": _linear, "w8a16": _w8a16, "dot_loop": _dot_loop, "copy_loop": _copy_loop,
+            "ab_copy_loop": _copy_loop}
 
 
 def flops(v) -> int:
-    if v["kernel"] in ("dot_loop", "copy_loop"):
+    if v["kernel"] in ("dot_loop", "copy_loop", "ab_copy_loop"):
         return 2 * v["GRID"] * v["ITERS"] * v["BLOCK_M"] * v["BLOCK_N"] * v["BLOCK_K"]
     return 2 * v["M"] * v["N"] * v["K"]
 
@@ -286,6 +322,14 @@ VARIANTS = [
     *[_v(f"copy_loop_64x256x64_{'wnk' if w_nk else 'wkn'}_s2_w4_g{grid}", "copy_loop", 4, 2, BLOCK_M=64,
          BLOCK_N=256, BLOCK_K=64, GRID=grid, ITERS=512, K_FULL=4096, W_NK=w_nk, TILES=2)
       for grid in (132, 396) for w_nk in (1, 0)],
+    # seventh run: A's tile copied beside B's as in the GEMM (each program its own tiles, L2-resident),
+    # and every program on the same tiles (A and B, or B alone) -- is the N x K cost the two copies
+    # together, or tiles many CTAs read at once?
+    *[_v(f"ab_copy_loop_128x256x64_{'wnk' if w_nk else 'wkn'}_s3_w8{'_shared' if shared else ''}", "ab_copy_loop",
+         8, 3, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GRID=132, ITERS=512, K_FULL=4096, W_NK=w_nk, TILES=4,
+         SHARED=shared) for shared in (0, 1) for w_nk in (1, 0)],
+    *[_v(f"copy_loop_128x256x64_{'wnk' if w_nk else 'wkn'}_s3_w8_shared", "copy_loop", 8, 3, BLOCK_M=128,
+         BLOCK_N=256, BLOCK_K=64, GRID=132, ITERS=512, K_FULL=4096, W_NK=w_nk, TILES=4, SHARED=1) for w_nk in (1, 0)],
     # set 6's w8a16_gemm_m96 again, and with fp16 weights
     _v("w8a16_m96_int8", "w8a16", 4, 4, w_dtype="int8", **W8A16),
     _v("w8a16_m96_fp16", "w8a16", 4, 4, w_dtype="float16", **W8A16),

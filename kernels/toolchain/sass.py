@@ -174,6 +174,30 @@ def global_widths(sass: str) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in out.items() if v}
 
 
+HGMMA = re.compile(r"\bHGMMA\.")
+DRAIN = re.compile(r"\bWARPGROUP\.DEPBAR\.LE\s+gsb0\s*,\s*0x0\b")
+
+
+def wgmma_serialized(sass: str) -> bool | None:
+    """Whether ptxas serialized the kernel's wgmmas: every ``HGMMA`` waits for itself to complete
+    (``WARPGROUP.DEPBAR.LE gsb0, 0x0``) before the next one issues, where the PTX chained them
+    (several ``wgmma.mma_async`` before one ``wgmma.wait_group``).  ptxas does this when it cannot
+    keep the accumulator registers untouched across the chain and says so only in its verbose log
+    (``C7515 Potential Performance Loss: wgmma.mma_async instructions are serialized due to non
+    wgmma instructions defining accumulator registers of a wgmma between start and end of the
+    pipeline stage``): Triton's pointer GEMM with W stored N x K at 128 x 256 (gemm_parts, results/
+    silicon/triton/2026-12-03_h200_gemm_parts_seventh.md) ran 31-34% slower than with W K x N, whose
+    four HGMMAs a k-step issue back to back.  None when the kernel has fewer than two ``HGMMA``."""
+    body = INSTRUCTION.findall(sass)
+    at = [i for i, text in enumerate(body) if HGMMA.search(text)]
+    if len(at) < 2:
+        return None
+    for i, nxt in zip(at, [*at[1:], len(body)]):
+        if not any(DRAIN.search(text) for text in body[i + 1:nxt]):
+            return False
+    return True
+
+
 def registers(cubin: Path, tool: str) -> int:
     text = subprocess.run([tool, "-res-usage", str(cubin)], capture_output=True, text=True, check=True).stdout
     m = re.search(r"REG:(\d+)", text)

@@ -515,13 +515,14 @@ def ptxas_usage(kernel) -> dict:
     Triton ships (``cuobjdump -res-usage``): ``n_regs`` (REG) and ``n_spills`` (STACK / 4), the
     numbers the driver reports as ``kernel.n_regs`` / ``kernel.n_spills`` once it loads the kernel
     (equal on the held-out kernels run on the H200); and from its SASS ``ldg_in_flight``, the most
-    global loads a thread has out at once (``kernels.toolchain.sass.loads_in_flight``), and
-    ``global_widths``, the byte widths of its LDG / STG (``kernels.toolchain.sass.global_widths``).  Empty
-    when there is no cubin or no tool."""
+    global loads a thread has out at once (``kernels.toolchain.sass.loads_in_flight``),
+    ``global_widths``, the byte widths of its LDG / STG (``kernels.toolchain.sass.global_widths``), and
+    ``wgmma_serialized`` where it has wgmmas: whether ptxas made each wait for the one before
+    (``kernels.toolchain.sass.wgmma_serialized``).  Empty when there is no cubin or no tool."""
     import subprocess
     import tempfile
 
-    from kernels.toolchain.sass import find_cuobjdump, global_widths, loads_in_flight
+    from kernels.toolchain.sass import find_cuobjdump, global_widths, loads_in_flight, wgmma_serialized
 
     cubin, tool = kernel.asm.get("cubin"), find_cuobjdump()
     if not cubin or tool is None:
@@ -533,9 +534,10 @@ def ptxas_usage(kernel) -> dict:
         # the cuobjdump Triton ships cannot disassemble every target's SASS (sm_100a): then no ldg_in_flight
         sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=False).stdout
     regs, stack = re.search(r"REG:(\d+)", text), re.search(r"STACK:(\d+)", text)
-    in_flight, widths = loads_in_flight(sass), global_widths(sass)
+    in_flight, widths, serialized = loads_in_flight(sass), global_widths(sass), wgmma_serialized(sass)
     return {**({"n_regs": int(regs.group(1))} if regs else {}), **({"n_spills": int(stack.group(1)) // 4} if stack else {}),
-            **({"ldg_in_flight": in_flight} if in_flight else {}), **({"global_widths": widths} if widths else {})}
+            **({"ldg_in_flight": in_flight} if in_flight else {}), **({"global_widths": widths} if widths else {}),
+            **({"wgmma_serialized": serialized} if serialized is not None else {})}
 
 
 def metadata(kernel) -> dict:

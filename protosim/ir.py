@@ -567,6 +567,10 @@ class Wgmma(Op):
     """Bytes of an A / B element: 2 (f16, bf16), 1 (fp8, int8: ``m64nNk32``), 4 (tf32:
     ``m64nNk8``).  An instruction covers 32 bytes of K whatever the type (PTX ISA, wgmma
     shapes), so ``k_elems`` fp8 elements are half the instructions of as many f16 ones."""
+    serialized: bool = False
+    """ptxas made each of its instructions wait for the one before to complete (ptxas C7515:
+    ``WARPGROUP.DEPBAR.LE gsb0, 0x0`` after every ``HGMMA``), so each instruction's latency
+    lies on the issuing warps' path instead of only the last one's (docs/semantics.md "wgmma")."""
 
     def accesses(self) -> tuple[Access, ...]:
         return self.reads + self.writes

@@ -392,7 +392,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "mma_sync": {"m": (_POS, True), "n": (_POS, True), "k_elems": (_POS, True)},
     "mma": dict(_MMA),
     "mma_commit": {"barrier": (_BARRIER, True), "use": (_INT, True)},
-    "wgmma": {**_MMA, "descriptors": (_DESC, False), "operand_bytes": (_OPBYTES, False)},
+    "wgmma": {**_MMA, "descriptors": (_DESC, False), "operand_bytes": (_OPBYTES, False), "serialized": (_BOOL, False)},
     "wgmma_commit": {},
     "wgmma_wait": {"n": (_NONNEG, False)},
     "tmem_load": {"bytes": (_POS, True), "src": (_ACCESS, True)},

@@ -241,10 +241,13 @@ class TensorCoreUnit(Unit):
         # (84 of 8 x 24 cycles a block).  results/silicon/microbench/2026-12-02_h200_tma_wgmma.md
         now = env.now
         issuers = self.issuers[cta]
+        tail = timing.scale(arch.mma_tail_cycles) + timing.unit_stall()
         chain_start = issuers.issuing if issuers.issuing > now else now
-        chained = issuers.issuing = chain_start + chain + arch.wgmma_issue_overhead * insts
-        start, free, done = cta.sm.mma.submit(now, occupancy, timing.scale(arch.mma_tail_cycles) + timing.unit_stall(),
-                                              chained)
+        chained = chain_start + chain + arch.wgmma_issue_overhead * insts
+        if op.serialized:  # each instruction waits out the one before's tail before it issues (ptxas C7515)
+            chained += tail * (insts - 1)
+        issuers.issuing = chained
+        start, free, done = cta.sm.mma.submit(now, occupancy, tail, chained)
         # its instructions read the operands from the chain's start to its end at the least
         start, free = max(start, chain_start), max(free, chained)
         op_id = self.wgmma.new_op()

@@ -155,6 +155,7 @@ def read(path: Path, launch: dict[str, Any] | None = None, arch: str | None = No
     meta = metadata(path) or {}
     mod.metadata_shared = meta.get("shared")
     mod.ldg_in_flight = meta.get("ldg_in_flight")
+    mod.wgmma_serialized = meta.get("wgmma_serialized")
     if meta.get("enable_fp_fusion") is False:  # compiled without FMA contraction
         mod.fused_adds = frozenset()
 

@@ -192,6 +192,10 @@ def _metadata(path: Path) -> tuple[Path, dict[str, Any]] | None:
             raise TtgirError(f"{path}: metadata {side}: ldg_in_flight = {v!r}: the most global loads a thread has out "
                              "at once is an integer >= 1 (kernels.toolchain.sass.loads_in_flight); fix it or remove the "
                              "field")
+    if data.get("wgmma_serialized") is not None and not isinstance(data["wgmma_serialized"], bool):
+        raise TtgirError(f"{path}: metadata {side}: wgmma_serialized = {data['wgmma_serialized']!r}: whether ptxas "
+                         "serialized the kernel's wgmmas is true or false (kernels.toolchain.sass.wgmma_serialized); fix "
+                         "it or remove the field")
     return side, data
 
 

@@ -139,6 +139,9 @@ class Ttgir:
     ldg_in_flight: int | None = None
     """``ldg_in_flight`` of that metadata: the most global loads a thread has out at once, read off
     the compiled SASS (set by ``read``; None where the metadata does not say)."""
+    wgmma_serialized: bool | None = None
+    """``wgmma_serialized`` of that metadata: ptxas made each wgmma instruction wait for the one
+    before (``kernels.toolchain.sass.wgmma_serialized``; None where the metadata does not say)."""
 
     @functools.cached_property
     def axis(self):

@@ -1174,8 +1174,11 @@ class Walker:
             # Nothing reads its accumulator: ptxas leaves one HGMMA.64x8x16.F16 of it, writing
             # RZ (liveness.py).  Its reads stay: the program as written reads those buffers.
             m, n, k, width = 64, 8, 16, 2
-        self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads), operand_bytes=width), WgmmaCommit()])
-        if not re.search(r'isAsync\s*=\s*true', st.rest):  # a synchronous dot: Triton's lowering waits for it
+        serialized = bool(self.mod.wgmma_serialized)
+        self.ops.extend([Wgmma(m=m, n=n, k_elems=k, reads=tuple(reads), operand_bytes=width, serialized=serialized),
+                         WgmmaCommit()])
+        # a synchronous dot: Triton's lowering waits for it; a serialized one: ptxas waits after every instruction
+        if serialized or not re.search(r'isAsync\s*=\s*true', st.rest):
             self.ops.append(WgmmaWait(n=0))
 
     def warp_group_dot_wait(self, st: Stmt) -> None:

@@ -330,6 +330,12 @@ VARIANTS = [
          SHARED=shared) for shared in (0, 1) for w_nk in (1, 0)],
     *[_v(f"copy_loop_128x256x64_{'wnk' if w_nk else 'wkn'}_s3_w8_shared", "copy_loop", 8, 3, BLOCK_M=128,
          BLOCK_N=256, BLOCK_K=64, GRID=132, ITERS=512, K_FULL=4096, W_NK=w_nk, TILES=4, SHARED=1) for w_nk in (1, 0)],
+    # eighth run (the 64-row copy loop ran 0.67-0.73 of its time predicted, at ~3.3-3.6 KB a cycle
+    # chip-wide with 1 and 3 CTAs an SM, where the model's L2 gives 5 KB): is cp.async's rate an SM's
+    # or the chip's? The same loop on 33 and 66 SMs, at 2 CTAs an SM, and with 3 stages
+    *[_v(f"copy_loop_64x256x64_wkn_s{stages}_w4_g{grid}", "copy_loop", 4, stages, BLOCK_M=64,
+         BLOCK_N=256, BLOCK_K=64, GRID=grid, ITERS=512, K_FULL=4096, W_NK=0, TILES=2)
+      for stages, grid in ((2, 33), (2, 66), (2, 264), (3, 132))],
     # set 6's w8a16_gemm_m96 again, and with fp16 weights
     _v("w8a16_m96_int8", "w8a16", 4, 4, w_dtype="int8", **W8A16),
     _v("w8a16_m96_fp16", "w8a16", 4, 4, w_dtype="float16", **W8A16),

@@ -1,8 +1,9 @@
 """Serialized wgmmas (docs/semantics.md "wgmma"): ptxas makes every HGMMA wait for itself when it
 cannot keep a chain's accumulators untouched (C7515); the SASS reader finds it, the TTGIR reader
 takes it from the metadata, and the replay puts each instruction's tail on the issuing chain.
-Held to gemm_parts' H200 runs of the same 2048^3 GEMM with W stored N x K (serialized by ptxas)
-and K x N (chained): results/silicon/triton/2026-12-02_h200_gemm_parts.md."""
+Held to gemm_parts' H200 runs (results/silicon/triton/2026-12-02_h200_gemm_parts.md): the 2048^3
+GEMM with W stored K x N (chained) and N x K (serialized: not reached, a strict xfail), and the
+serialized 128 x 128 dot_loop at 8 warps."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 from kernels.toolchain.sass import wgmma_serialized
 from protosim.arch import load_profile
 from protosim.frontends.ttgir import TtgirError, read
-from protosim.ir import Wgmma, WgmmaWait
+from protosim.engine.machine import replay
+from protosim.ir import CtaProgram, RoleDecl, Schedule, Wgmma, WgmmaCommit, WgmmaWait
 from protosim.verdict import judge
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -70,10 +72,22 @@ def _wgmmas(schedule):
     return [op for op in schedule.ctas[0].roles[0] if isinstance(op, Wgmma)]
 
 
-def test_a_serialized_kernel_waits_after_every_wgmma_and_pays_each_tail(tmp_path):
-    """One CTA (its chain binds): every instruction after the first of each warpgroup's wgmma adds
-    the measured tail, 2 warpgroups x 3 x 62 cycles a k-iteration of 32; a missing field reads as
-    not serialized."""
+def _one_warpgroup(serialized: bool) -> Schedule:
+    ops = (Wgmma(m=64, n=256, k_elems=64, serialized=serialized), WgmmaCommit(), WgmmaWait(n=0))
+    return Schedule("wgmma", "h200", (), (), (RoleDecl("mma", 4),), (CtaProgram(0, (ops,)),))
+
+
+def test_one_warpgroup_alone_waits_out_every_tail():
+    """One warpgroup, nothing to overlap: its four m64n256k16 serialized take three more tails than
+    chained (each instruction after the first issues once the one before completed)."""
+    tail = load_profile("h200").mma_tail_cycles
+    chained, serial = (replay(_one_warpgroup(s)).end_cycle for s in (False, True))
+    assert serial - chained == pytest.approx(3 * tail)
+
+
+def test_a_serialized_kernel_waits_after_every_wgmma(tmp_path):
+    """The reader takes the flag from the metadata and puts ptxas's wait after each wgmma; a missing
+    field reads as not serialized.  With its copies exposed behind every wait, one CTA is slower."""
     (tmp_path / "s").mkdir()
     (tmp_path / "c").mkdir()
     (tmp_path / "n").mkdir()
@@ -85,22 +99,38 @@ def test_a_serialized_kernel_waits_after_every_wgmma_and_pays_each_tail(tmp_path
     after = [ops[ops.index(op) + 2] for op in _wgmmas(serial)]  # wgmma, commit, then the wait ptxas put in
     assert all(isinstance(w, WgmmaWait) and w.n == 0 for w in after)
     t_serial, t_chained, t_unsaid = (judge(s)[0].timing.cycles for s in (serial, chained, unsaid))
-    assert t_unsaid == t_chained
-    tail = load_profile("h200").mma_tail_cycles
-    assert 32 * 2 * 3 * tail <= t_serial - t_chained <= 2 * 32 * 2 * 3 * tail
+    assert t_unsaid == t_chained < t_serial
 
 
-def _measured(name: str) -> float:
-    rows = [json.loads(line) for line in RECORD.read_text().splitlines()]
+def _measured(record: Path, name: str) -> float:
+    rows = [json.loads(line) for line in record.read_text().splitlines()]
     return min(r["kernel_us"]["min"] for r in rows if r["record"].endswith(f"/{name}.sm90"))
 
 
-@pytest.mark.parametrize("name", [NK, KN])
-def test_the_2048_gemm_in_both_layouts_against_the_h200(name):
-    """Both 2048^3 GEMMs within 8% of the H200's kernel-only time (N x K: 35.8 us, 0.73 before the
-    rule; K x N: 27.2 us)."""
+def _predicted(name: str) -> float:
     meta = json.loads((PARTS / f"{name}.sm90.json").read_text())
     schedule, _ = read(PARTS / f"{name}.sm90.ttgir")
     schedule = dataclasses.replace(schedule, l2_at_launch="inputs", regs_per_thread=meta["n_regs"])
-    verdict, _ = judge(schedule)
-    assert verdict.timing.kernel_us == pytest.approx(_measured(name), rel=0.08)
+    return judge(schedule)[0].timing.kernel_us
+
+
+def test_the_2048_gemm_with_w_k_by_n_against_the_h200():
+    """The chained kernel: within 8% of the H200's kernel-only time (27.2 us)."""
+    assert _predicted(KN) == pytest.approx(_measured(RECORD, KN), rel=0.08)
+
+
+@pytest.mark.xfail(strict=True, reason="W N x K (serialized) runs 35.8 us; the wait after each wgmma brings the "
+                   "prediction from 26.1 to 29.6 (0.83). Putting every tail on the CTA's chain gave 35.6 but "
+                   "overshot the serialized 128 x 128 dot_loop by 56%: the rest is not explained (results/silicon/"
+                   "triton/2026-12-02_h200_gemm_parts.md)")
+def test_the_2048_gemm_with_w_n_by_k_against_the_h200():
+    assert _predicted(NK) == pytest.approx(_measured(RECORD, NK), rel=0.08)
+
+
+def test_a_serialized_dot_loop_runs_at_the_chains_rate():
+    """gemm_parts' 128 x 128 dot_loop at 8 warps, serialized by ptxas in both layouts: the two
+    warpgroups' instructions fill each other's tails -- 183.7 us measured, within 8%."""
+    record = ROOT / "results" / "silicon" / "triton" / "2026-12-02_h200_gemm_parts_dot_loop_3fda3cb.jsonl"
+    name = "dot_loop_128x128x64_wnk_w8"
+    assert json.loads((PARTS / f"{name}.sm90.json").read_text())["wgmma_serialized"] is True
+    assert _predicted(name) == pytest.approx(_measured(record, name), rel=0.08)

@@ -243,11 +243,14 @@ class TensorCoreUnit(Unit):
         issuers = self.issuers[cta]
         tail = timing.scale(arch.mma_tail_cycles) + timing.unit_stall()
         chain_start = issuers.issuing if issuers.issuing > now else now
-        chained = chain_start + chain + arch.wgmma_issue_overhead * insts
-        if op.serialized:  # each instruction waits out the one before's tail before it issues (ptxas C7515)
-            chained += tail * (insts - 1)
-        issuers.issuing = chained
+        chained = issuers.issuing = chain_start + chain + arch.wgmma_issue_overhead * insts
         start, free, done = cta.sm.mma.submit(now, occupancy, tail, chained)
+        if op.serialized:
+            # ptxas C7515: each of this warpgroup's instructions waits for the one before to complete;
+            # the other warpgroups' instructions go on meanwhile (gemm_parts' serialized 128 x 128
+            # dot_loop at 8 warps ran at the unserialized chain's rate), so it binds only where one
+            # warpgroup's instructions with their tails outlast the CTA's chain
+            done = max(done, now + (chain + arch.wgmma_issue_overhead * insts + tail * insts))
         # its instructions read the operands from the chain's start to its end at the least
         start, free = max(start, chain_start), max(free, chained)
         op_id = self.wgmma.new_op()

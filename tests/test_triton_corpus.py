@@ -38,6 +38,9 @@ _REASONS = {
     "tcgen05_tmem_store-failure": (
         "as tcgen05_multibar: the barriers are invalidated under in-flight commits, the use_before_init trap "
         "ends the replay before the seeded race"),
+    "h8_paged_decode_gqa": (
+        "its KV loop runs to a sequence length the kernel loads from memory (tl.load(lens_ptr + b)): a data-dependent "
+        "bound the reader refuses (it follows control flow from launch values only)"),
     "ws_alias_views-missing_disjoint": (
         "the partitions use disjoint subslices of one buffer; a shared-memory subslice is modelled as its whole "
         "stage, so the reader sees a war_race that disjoint ranges cannot have"),

@@ -302,6 +302,17 @@ def test_a_stride_or_offset_of_zero_or_below_is_a_launch_like_any_other():
         read(FIXTURES / S3, launch={"stride_am": -(2**31) - 16})
 
 
+def test_a_loop_bound_read_from_memory_is_refused_as_such():
+    """Held-out set 8's paged decode attention runs its KV loop to a length it loads (vLLM's form):
+    the refusal names the load and the pointer, and asks for no pointer value in the launch."""
+    path = FIXTURES / "heldout8" / "triton-3.6.0" / "h8_paged_decode_gqa_bf16_16x64_s2_w4.sm90.ttgir"
+    with pytest.raises(TtgirError) as err:
+        read(path)
+    message = str(err.value)
+    assert "reads from memory" in message and "tt.load at line" in message and "lens_ptr" in message
+    assert "pass them" not in message
+
+
 def test_a_directory_or_a_missing_file(tmp_path):
     with pytest.raises(TtgirError, match="ttgir"):
         read(tmp_path)

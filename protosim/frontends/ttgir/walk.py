@@ -286,6 +286,13 @@ class Walker:
         self.check_poison(token, st)
         base = token.split("#")[0]
         missing = self.missing_args(token, set())
+        load = self.loaded_from(token, set())
+        if load is not None:
+            pointers = [a for a in missing if self.mod.arg_info.get(a) and self.mod.arg_info[a].type.startswith("!tt.")]
+            raise self.err(st, f"{st.op} needs the value of {token}, which the kernel reads from memory (tt.load at "
+                           f"line {load.line}{', through ' + ', '.join(pointers) if pointers else ''}): a bound or "
+                           "branch that depends on data is not supported: the reader follows control flow from the "
+                           "launch's values only (a loop count passed as a kernel argument is read)")
         if missing:
             raise self.err(st, f"{st.op} needs the value of {token}, which depends on kernel argument(s) "
                            f"{', '.join(missing)} the launch did not give; pass them in {self.launch_name} "
@@ -328,6 +335,23 @@ class Walker:
         for o in _OPERAND.findall(d.rest):
             out += [a for a in self.missing_args(o, seen) if a not in out]
         return out
+
+    def loaded_from(self, token: str, seen: set[str]) -> Stmt | None:
+        """The ``tt.load`` *token* is computed from, if any: a value the kernel reads from memory."""
+        base = token.split("#")[0]
+        if token in self.env or base in seen:
+            return None
+        seen.add(base)
+        d = self.defined.get(base)
+        if d is None:
+            return None
+        if d.op == "tt.load":
+            return d
+        for o in _OPERAND.findall(d.rest):
+            found = self.loaded_from(o, seen)
+            if found is not None:
+                return found
+        return None
 
     def known(self, token: str) -> bool:
         return token in self.env

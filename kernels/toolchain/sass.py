@@ -186,7 +186,7 @@ def wgmma_serialized(sass: str) -> bool | None:
     (``C7515 Potential Performance Loss: wgmma.mma_async instructions are serialized due to non
     wgmma instructions defining accumulator registers of a wgmma between start and end of the
     pipeline stage``): Triton's pointer GEMM with W stored N x K at 128 x 256 (gemm_parts, results/
-    silicon/triton/2026-12-03_h200_gemm_parts_seventh.md) ran 31-34% slower than with W K x N, whose
+    silicon/triton/2026-12-02_h200_gemm_parts.md) ran 31-34% slower than with W K x N, whose
     four HGMMAs a k-step issue back to back.  None when the kernel has fewer than two ``HGMMA``."""
     body = INSTRUCTION.findall(sass)
     at = [i for i, text in enumerate(body) if HGMMA.search(text)]

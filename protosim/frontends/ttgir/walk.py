@@ -285,8 +285,7 @@ class Walker:
             return self.env[token]
         self.check_poison(token, st)
         base = token.split("#")[0]
-        missing = self.missing_args(token, set())
-        load = self.loaded_from(token, set())
+        missing, load = self.unknown_sources(token, set())
         if load is not None:
             pointers = [a for a in missing if self.mod.arg_info.get(a) and self.mod.arg_info[a].type.startswith("!tt.")]
             raise self.err(st, f"{st.op} needs the value of {token}, which the kernel reads from memory (tt.load at "
@@ -320,38 +319,25 @@ class Walker:
             raise self.err(st, f"{st.op} needs the value of {token}, which has none: {self.poisoned[token]}; "
                            f"check the values in {self.launch_name}")
 
-    def missing_args(self, token: str, seen: set[str]) -> list[str]:
-        """The kernel arguments without a launch value that *token* is computed from."""
+    def unknown_sources(self, token: str, seen: set[str]) -> tuple[list[str], Stmt | None]:
+        """What *token* is computed from that the walk has no value for: the kernel arguments the
+        launch did not give, and the first ``tt.load`` on the way (a value read from memory)."""
         base = token.split("#")[0]
         if token in self.env or base in seen:
-            return []
+            return [], None
         seen.add(base)
         if base.lstrip("%") in self.mod.args:
-            return [base.lstrip("%")]
+            return [base.lstrip("%")], None
         d = self.defined.get(base)
         if d is None:
-            return []
+            return [], None
         out: list[str] = []
+        load = d if d.op == "tt.load" else None
         for o in _OPERAND.findall(d.rest):
-            out += [a for a in self.missing_args(o, seen) if a not in out]
-        return out
-
-    def loaded_from(self, token: str, seen: set[str]) -> Stmt | None:
-        """The ``tt.load`` *token* is computed from, if any: a value the kernel reads from memory."""
-        base = token.split("#")[0]
-        if token in self.env or base in seen:
-            return None
-        seen.add(base)
-        d = self.defined.get(base)
-        if d is None:
-            return None
-        if d.op == "tt.load":
-            return d
-        for o in _OPERAND.findall(d.rest):
-            found = self.loaded_from(o, seen)
-            if found is not None:
-                return found
-        return None
+            args, found = self.unknown_sources(o, seen)
+            out += [a for a in args if a not in out]
+            load = load or found
+        return out, load
 
     def known(self, token: str) -> bool:
         return token in self.env

@@ -33,6 +33,7 @@ torch``) one torch expression of its tensors that its kernel source wrote.
 from __future__ import annotations
 
 import argparse
+import builtins
 import collections
 import json
 import math
@@ -210,6 +211,13 @@ def kernel_of(rec: dict):
     return importlib.import_module(rec.get("source", "kernels.triton.corpus")).KERNELS[rec["kernel"]]
 
 
+REFERENCE_GLOBALS = {"__builtins__": {"__import__": builtins.__import__}}
+"""What a reference expression sees besides its tensors, torch and math: no builtins but
+``__import__``.  A C function that imports lazily (torch.remainder with a Python scalar, on
+CPU and GPU alike) looks ``__import__`` up in the calling frame's builtins -- the expression's:
+with none at all, held-out set 8's rotary and histogram references raised KeyError."""
+
+
 def reference(torch, rec: dict, tensors: dict, before: dict | None = None):
     """(the kernel's output, what it should be).  ``before``: the tensors as they were before the
     launch (a kernel that reads its output, ``C = alpha A B + beta C``, is checked against them)."""
@@ -219,7 +227,7 @@ def reference(torch, rec: dict, tensors: dict, before: dict | None = None):
         # fp32 (with torch and math), giving the output's expected values.
         scope = {name: t.float() for name, t in (before or tensors).items()}
         scope.update(torch=torch, math=math)
-        return tensors[ref["out"]], eval(ref["expr"], {"__builtins__": {}}, scope)  # noqa: S307 - our own records
+        return tensors[ref["out"]], eval(ref["expr"], REFERENCE_GLOBALS, scope)  # noqa: S307 - our own records
     if ref["op"] == "matmul":
         a = tensors[ref["a"]].float()
         b = tensors[ref["b"]].float()

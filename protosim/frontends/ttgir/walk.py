@@ -127,6 +127,11 @@ class Role:
     """Loads (``tt.load``) this role has issued."""
     loads: dict[str, int] = field(default_factory=dict)
     """``tt.load`` sites of this role -> loads made there so far (the L2 model's keys)."""
+    load_index: dict[str, int] = field(default_factory=dict)
+    """A ``tt.load``'s result -> its newest issue number (``Walker.hoist_to``'s dependencies)."""
+    floor: int = 0
+    """Where the block being walked began in ``ops`` (a loop iteration, a branch): no load is
+    hoisted above it."""
 
 
 def _ws_stmt(body: list[Stmt]) -> Stmt | None:
@@ -256,6 +261,12 @@ class Walker:
                 self.roles.append(Role(r.label, r.warps, i + 1, 2 + i))
         self.role = self.roles[0]
         self.ws_seen: Stmt | None = None
+        self.stmt_waits = False
+        """The statement being walked waits for a load first (a load after it is not hoisted)."""
+        self.math_results: dict[int, list[str]] = {}
+        """id of a RegisterMath op -> the results of the statement it computes."""
+        self.wait_covers: dict[int, int] = {}
+        """id of a GlobalLoadWait op -> the newest load (issue number) it waits for."""
 
     # -- errors and the bound on work ----------------------------------------------
     def err(self, st: Stmt, message: str) -> TtgirError:
@@ -734,8 +745,13 @@ class Walker:
 
     # -- statements -------------------------------------------------------------
     def run(self, stmts: list[Stmt]) -> None:
-        for st in stmts:
-            self.stmt(st)
+        role = self.role
+        floor, role.floor = role.floor, len(role.ops)
+        try:
+            for st in stmts:
+                self.stmt(st)
+        finally:
+            role.floor = floor
 
     def stmt(self, st: Stmt) -> None:
         op = st.op
@@ -756,6 +772,7 @@ class Walker:
         role = self.role
         math = self.register_math(st) if handler is None and op.startswith(_MATH) else None
         waits = self.reads_loading(st, handler is not None or math is not None) if role.loading else None
+        self.stmt_waits = waits is not None
         n = len(role.ops)
         if handler is not None:
             handler(self, st)
@@ -765,6 +782,7 @@ class Walker:
             self.mask(st)
         if math is not None:
             role.ops.append(math)
+            self.math_results[id(math)] = [r.split(":")[0] for r in st.results]
             if op == "tt.reduce":
                 self.reduce_across_warps(st)
         if waits is not None:  # before the first op the statement emitted that is not its membar barrier
@@ -872,6 +890,7 @@ class Walker:
         if st.op == "scf.for":
             return None
         wait = GlobalLoadWait(pending=role.loaded - 1 - newest)
+        self.wait_covers[id(wait)] = newest
         role.loading = {v: j for v, j in role.loading.items() if j > newest}  # those are in now
         if st.op in ("scf.if", "ttg.warp_specialize"):
             role.ops.append(wait)
@@ -897,11 +916,102 @@ class Walker:
         # (set 5's GEMV: 5 out, refilled as they are used): not applied, not measured.
         limit = self.mod.ldg_in_flight
         in_flight = 1 if limit == 1 and nbytes // (32 * width) > 1 else 0
-        role.ops.append(GlobalLoad(bytes=nbytes, load_bytes=width, src=self.read_key(f"{site}@{n}", [pointer] if pointer else [], got),
-                                   memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width),
-                                   in_flight=in_flight))
-        role.loading[name] = role.loaded
+        load = GlobalLoad(bytes=nbytes, load_bytes=width, src=self.read_key(f"{site}@{n}", [pointer] if pointer else [], got),
+                          memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width),
+                          in_flight=in_flight)
+        at = self.hoist_to(st, load) if limit and not self.stmt_waits else len(role.ops)
+        for j in range(at, len(role.ops)):  # each wait passed has one more load out behind the one it waits for
+            w = role.ops[j]
+            if isinstance(w, GlobalLoadWait):
+                role.ops[j] = moved_wait = dataclasses.replace(w, pending=w.pending + 1)
+                self.wait_covers[id(moved_wait)] = self.wait_covers.pop(id(w))
+        role.ops.insert(at, load)
+        role.loading[name] = role.load_index[name] = role.loaded
         role.loaded += 1
+
+    def hoist_to(self, st: Stmt, load: GlobalLoad) -> int:
+        """Where ``tt.load`` ``st`` issues among its warp's ops: ptxas issues a load as early as
+        its operands allow, ahead of register math and of the waits for earlier loads, so that
+        several are out at once (a LayerNorm backward's ``load x; extf; load dy; extf; ...``
+        runs its loads back to back).  The load moves up past the block's trailing register math
+        and load waits while (a) none of them computes its pointer, mask or other operand or waits
+        for a load they were computed from, and (b) the ``ld.global`` instructions a thread would
+        then have out stay within ``ldg_in_flight``, the most the compiled SASS has out at once.
+        Never above the block it is in (a loop iteration, a branch), nor where an operand's
+        origin is unknown."""
+        role = self.role
+        ops = role.ops
+        chain = self.operand_chain(_OPERAND.findall(operand_head(st.rest)))  # pointer, mask, other
+        if chain is None:
+            return len(ops)
+        names, loads = chain
+        first_dep = min((role.load_index[x] for x in loads if x in role.load_index), default=None)
+        mine = instructions(load)
+        at = len(ops)
+        while at > role.floor:
+            prev = ops[at - 1]
+            if isinstance(prev, RegisterMath):
+                if names.intersection(self.math_results.get(id(prev), ())):
+                    break
+            elif isinstance(prev, GlobalLoadWait):
+                covers = self.wait_covers.get(id(prev))
+                if covers is None or (first_dep is not None and covers >= first_dep):
+                    break
+            else:
+                break
+            out = self.out_before(at - 1)
+            if out is None or out + mine > self.mod.ldg_in_flight:
+                break
+            at -= 1
+        return at
+
+    def out_before(self, at: int, reach: int = 512) -> int | None:
+        """``ld.global`` instructions a thread has out just before ``ops[at]``: the loads since
+        the last wait and those that wait left out; None past ``reach`` ops back."""
+        ops = self.role.ops
+        out, pending, j = 0, None, at - 1
+        while j >= 0 and at - j <= reach:
+            op = ops[j]
+            if isinstance(op, GlobalLoad):
+                if pending is None:
+                    out += instructions(op)
+                elif pending > 0:
+                    out += instructions(op)
+                    pending -= 1
+                if pending == 0:
+                    return out
+            elif isinstance(op, GlobalLoadWait) and pending is None:
+                pending = op.pending
+                if pending == 0:
+                    return out
+            j -= 1
+        return out if j < 0 else None
+
+    def operand_chain(self, tokens) -> tuple[set[str], set[str]] | None:
+        """The values ``tokens`` are computed from, and the ``tt.load`` results among them (not
+        looked behind); None when one's origin is not in this walk's definitions."""
+        names: set[str] = set()
+        loads: set[str] = set()
+        todo = [t for t in tokens if t]
+        while todo:
+            base = todo.pop().split("#")[0]
+            if base in names:
+                continue
+            names.add(base)
+            if base in self.env or base.lstrip("%") in self.mod.args:
+                continue
+            came = self.carried_from.get(base)
+            if came is not None:
+                todo.extend(came)
+                continue
+            d = self.defined.get(base)
+            if d is None:
+                return None
+            if d.op == "tt.load":
+                loads.add(base)
+                continue
+            todo.extend(_OPERAND.findall(d.rest))
+        return names, loads
 
     def global_store(self, st: Stmt) -> None:
         """``tt.store``: each warp's share of the tensor's ``st.global`` instructions (docs/semantics.md
@@ -1531,6 +1641,11 @@ class Walker:
                     self.copy_taint(name, src)
                     if vw is not None:
                         self.views[name] = vw
+
+
+def instructions(load: GlobalLoad) -> int:
+    """``ld.global`` instructions each thread issues for ``load``."""
+    return max(1, -(-load.bytes // (32 * load.load_bytes)))
 
 
 def keyed(base: str, values: dict[str, Any]) -> str:

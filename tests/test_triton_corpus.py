@@ -41,6 +41,9 @@ _REASONS = {
     "h8_paged_decode_gqa": (
         "its KV loop runs to a sequence length the kernel loads from memory (tl.load(lens_ptr + b)): a data-dependent "
         "bound the reader refuses (it follows control flow from launch values only)"),
+    "h9_meanpool_len": (
+        "its sequence loop runs to a length the kernel loads from memory (tl.load(len_ptr + b)): a data-dependent "
+        "bound the reader refuses, as h8_paged_decode_gqa's"),
     "ws_alias_views-missing_disjoint": (
         "the partitions use disjoint subslices of one buffer; a shared-memory subslice is modelled as its whole "
         "stage, so the reader sees a war_race that disjoint ranges cannot have"),

@@ -20,7 +20,7 @@ from protosim.frontends.ttgir.axisinfo import KMAX, access_widths, pow2_divisor
 
 FIXTURES = Path(__file__).parent / "fixtures" / "triton"
 SETS = ("heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "alignment", "gemm_parts", "heldout7",
-        "heldout8")
+        "heldout8", "heldout9")
 KNOWN = {
     # set 6's cross-entropy, and the same kernel in the alignment pairs
     "cross_entropy_bf16_v50304_b4096_s2_w8": (CE := (

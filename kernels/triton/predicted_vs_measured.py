@@ -40,7 +40,7 @@ L2_AT_LAUNCH = "inputs"
 launches on them after warm-ups (the steady state ``kernels.runner.gemm`` measures too)."""
 
 
-CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "alignment", "gemm_parts", "heldout7", "heldout8")
+CORPORA = ("corpus", "gluon", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "heldout6", "alignment", "gemm_parts", "heldout7", "heldout8", "heldout9")
 """The fixture folders with an index.json: the Triton corpus, the Gluon corpus, and the five held-out
 sets (``kernels/triton/heldout*.py``: written apart from the reader, each kernel ran correctly on
 the H200).  tests/triton_corpus.py judges the same folders."""

@@ -243,3 +243,22 @@ def test_the_reader_takes_the_operand_width_from_the_dot():
     schedule, _ = read(CORPUS / "mm_tma_dev_fp8_128x128x128_s3_w8.sm90.ttgir")
     widths = {op.operand_bytes for op in schedule.ctas[0].roles[0] if isinstance(op, Wgmma)}
     assert widths == {1}
+
+
+def test_a_tensor_smaller_than_a_warp_instruction_moves_its_own_bytes_from_memory(tmp_path):
+    """Set 8's NeoX rotary gathers a 64-wide fp32 cos (and sin) row by a loaded position: its
+    addresses are not evaluated, and every one of the 4 warps issues a 16-byte-a-lane instruction
+    (512 bytes) for the 256-byte row.  What memory serves is the row, a quarter a warp -- not the
+    instructions' 2 KB (which made the replay's HBM carry ~1.5x the kernel's traffic)."""
+    path = fixture_copy(tmp_path, Path(__file__).resolve().parent / "fixtures" / "triton" / "heldout8" / "triton-3.6.0"
+                        / "h8_rope_neox_bf16_16384tok_w4.sm90.ttgir")
+    launch = tmp_path / "h8_rope_neox_bf16_16384tok_w4.sm90.launch.json"
+    launch.write_text(launch.read_text().replace('"ctas": 16384', '"ctas": 2'))
+    ops = ops_of(path)
+    rows = [op for op in ops if isinstance(op, GlobalLoad) and op.src.startswith(("cos", "sin"))]
+    assert len(rows) == 4
+    for op in rows:
+        assert op.bytes == 32 * 16  # one full-width instruction a warp
+        assert op.memory_bytes * 4 == 64 * 4  # the four warps' shares: the row's 256 bytes
+    q = next(op for op in ops if isinstance(op, GlobalLoad) and op.src.startswith("q1"))
+    assert q.memory_bytes is None and q.bytes == 32 * 64 * 2 // 4  # a warp's share of the 32 x 64 tile, as moved

@@ -917,7 +917,7 @@ class Walker:
         limit = self.mod.ldg_in_flight
         in_flight = 1 if limit == 1 and nbytes // (32 * width) > 1 else 0
         load = GlobalLoad(bytes=nbytes, load_bytes=width, src=self.read_key(f"{site}@{n}", [pointer] if pointer else [], got),
-                          memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width),
+                          memory_bytes=self.memory_bytes(got, size, nbytes), lines=self.lines(st, got, width),
                           in_flight=in_flight)
         at = self.hoist_to(st, load) if limit and not self.stmt_waits else len(role.ops)
         for j in range(at, len(role.ops)):  # each wait passed has one more load out behind the one it waits for
@@ -1023,8 +1023,9 @@ class Walker:
         if pointer is not None:
             width = proven_width(self.mod, st, width, pointer, mask)
         got = self.addressed(pointer, mask) if pointer is not None else None
-        self.ops.append(GlobalStore(bytes=-(-size // self.role.warps), store_bytes=width,
-                                    memory_bytes=self.memory_bytes(got, size), lines=self.lines(st, got, width, True)))
+        nbytes = -(-size // self.role.warps)
+        self.ops.append(GlobalStore(bytes=nbytes, store_bytes=width,
+                                    memory_bytes=self.memory_bytes(got, size, nbytes), lines=self.lines(st, got, width, True)))
 
     def addressed(self, pointer: str, mask: str | None) -> Addressed | None:
         """The elements a ``tt.load`` / ``tt.store`` / copy through ``pointer`` under ``mask``
@@ -1077,13 +1078,18 @@ class Walker:
             return None
         return round(n, 3)
 
-    def memory_bytes(self, got: Addressed | None, size: int) -> int | None:
+    def memory_bytes(self, got: Addressed | None, size: int, nbytes: int) -> int | None:
         """A warp's share of the distinct, unmasked bytes a ``tt.load`` / ``tt.store`` of ``size``
-        bytes addresses, where it is known and differs from its share of ``size``; else None."""
+        bytes addresses, where it differs from the op's ``nbytes``; else None.  Where the addresses
+        are not evaluated (a gather through a loaded index), the warp's share of ``size``: a tensor
+        smaller than one instruction a warp (a 64-wide ``cos`` row every warp holds) moves its own
+        bytes from memory, not the instructions' (set 8's rotary counted 8x its cos/sin)."""
+        share = -(-size // self.role.warps)
         if got is None or not got.lanes:
-            return None
-        memory = -(-got.offsets.size * (size // got.lanes) // self.role.warps)
-        return None if memory == -(-size // self.role.warps) else memory
+            memory = share
+        else:
+            memory = -(-got.offsets.size * (size // got.lanes) // self.role.warps)
+        return None if memory == nbytes else memory
 
     def read_key(self, base: str, tokens: list[str], got: Addressed | None) -> str:
         """The L2 key of a read through a pointer tensor: its own (:meth:`global_key` of

@@ -14,9 +14,8 @@ import json
 import re
 import time
 
-from kernels.runner.triton_microbench import arguments, environment
+from kernels.runner.triton_microbench import CLOCK_HZ, arguments, environment
 
-CLOCK_HZ = 1.98e9
 SMS = 132
 BLOCK, ITERS, ROT = 1024, 512, 2
 

@@ -14,14 +14,13 @@ import json
 import re
 import time
 
-from kernels.runner.triton_microbench import arguments, environment
+from kernels.runner.triton_microbench import CLOCK_HZ, arguments, environment
 
 
 TILES = ((128, 128, 4), (64, 64, 4))
 """(BM, BN, num_warps): split-K's epilogue tiles in kernels/triton/heldout.py."""
 PROGRAMS = (132, 264, 1056, 4224)
 SHARING = (1, 2, 4, 8, 32)
-CLOCK_HZ = 1.98e9
 
 
 def main(argv=None) -> int:

@@ -15,13 +15,12 @@ import json
 import re
 import time
 
-from kernels.runner.triton_microbench import arguments, environment
+from kernels.runner.triton_microbench import CLOCK_HZ, arguments, environment
 
 REGIONS = (32, 256, 2048, 16384)
 """Counters: 128 B (one line), 1 KB (8 lines: the expert histogram's 256), 8 KB, 64 KB."""
 PROGRAMS = (132, 528, 2112)
 WARPS = (1, 4)
-CLOCK_HZ = 1.98e9
 
 
 def main(argv=None) -> int:

@@ -15,14 +15,13 @@ import json
 import re
 import time
 
-from kernels.runner.triton_microbench import arguments, environment
+from kernels.runner.triton_microbench import CLOCK_HZ, arguments, environment
 
 
 ARRAY_MB = (8, 32, 128, 512)
 """Bytes per array: within the 50 MB L2 (8, 32 with every array of a mode) and past it."""
 SHAPES = ((1024, 4), (4096, 8))
 """(BLOCK, num_warps): the held-out elementwise kernels' 1024 x 4 warps, and a wider one."""
-CLOCK_HZ = 1.98e9
 
 
 def main(argv=None) -> int:

@@ -20,9 +20,8 @@ import re
 import sys
 import time
 
-from kernels.runner.triton_microbench import arguments, environment
+from kernels.runner.triton_microbench import CLOCK_HZ, arguments, environment
 
-CLOCK_HZ = 1.98e9
 SMS = 132
 LAUNCH_US = 3.0
 """launch_fixed_us of protosim/arch/h200.toml: the kernel-only time outside every CTA."""

@@ -156,9 +156,36 @@ def test_persistent_loop_only_in_step_6(built):
     assert "blockIdx.y" in body(source(built, "v3"))  # the 2-D grid of step 3
 
 
+TENSORMAP_PARAM = re.compile(r"const __grid_constant__ CUtensorMap (\w+_tensormap)(?:_\d+)?(?=[,)])")
+
+
+def tensormaps_merged(src: str) -> str:
+    """``src`` with each tensor's TMA descriptors named as one: TVM sometimes emits two
+    parameters for the same tensor's loads (``B_tensormap``, ``B_tensormap_1``) and sometimes
+    one, from build to build of the same kernel (seen in a full parallel run: v6 with two, its
+    noflip build with one) -- a difference in naming, not in what the kernel does."""
+    def signature(line: str) -> str:
+        params = TENSORMAP_PARAM.findall(line)
+        if not params:
+            return line
+        head = line[:line.index("const __grid_constant__")]
+        tail = line[line.rindex("_tensormap") + len("_tensormap"):].lstrip("_0123456789")
+        return head + ", ".join(f"const __grid_constant__ CUtensorMap {p}" for p in dict.fromkeys(params)) + tail
+    return re.sub(r"(\w+_tensormap)_\d+\b", r"\1", "\n".join(signature(line) for line in src.splitlines()))
+
+
+def test_merging_tensormap_names_keeps_every_other_difference():
+    two = ("void k(const __grid_constant__ CUtensorMap B_tensormap, const __grid_constant__ CUtensorMap B_tensormap_1, "
+           "const __grid_constant__ CUtensorMap D_tensormap) {\n  load(&(B_tensormap_1), k);\n  x = x ^ 1;")
+    one = ("void k(const __grid_constant__ CUtensorMap B_tensormap, const __grid_constant__ CUtensorMap D_tensormap) {\n"
+           "  load(&(B_tensormap), k);\n  x = x ^ 1;")
+    assert tensormaps_merged(two) == tensormaps_merged(one)
+    assert tensormaps_merged(two) != tensormaps_merged(one.replace("x ^ 1", "x"))
+
+
 @pytest.mark.parametrize("step", ("v2", "v3", "v4", "v5", "v6"))
 def test_skip_mma_phase_flip_removes_exactly_the_flip(built, step):
-    flip, noflip = source(built, step), source(built, f"{step}-noflip")
+    flip, noflip = (tensormaps_merged(source(built, k)) for k in (step, f"{step}-noflip"))
     assert len(PHASE_MMA_FLIP.findall(flip)) == 1
     assert not PHASE_MMA_FLIP.findall(noflip)
     diff = [d for d in difflib.ndiff(flip.splitlines(), noflip.splitlines()) if d[:2] in ("- ", "+ ")]

@@ -782,7 +782,8 @@ class Walker:
             self.mask(st)
         if math is not None:
             role.ops.append(math)
-            self.math_results[id(math)] = [r.split(":")[0] for r in st.results]
+            if self.mod.ldg_in_flight:  # only a load that may move up reads it (hoist_to)
+                self.math_results[id(math)] = [r.split(":")[0] for r in st.results]
             if op == "tt.reduce":
                 self.reduce_across_warps(st)
         if waits is not None:  # before the first op the statement emitted that is not its membar barrier
@@ -890,7 +891,8 @@ class Walker:
         if st.op == "scf.for":
             return None
         wait = GlobalLoadWait(pending=role.loaded - 1 - newest)
-        self.wait_covers[id(wait)] = newest
+        if self.mod.ldg_in_flight:
+            self.wait_covers[id(wait)] = newest
         role.loading = {v: j for v, j in role.loading.items() if j > newest}  # those are in now
         if st.op in ("scf.if", "ttg.warp_specialize"):
             role.ops.append(wait)
@@ -924,7 +926,7 @@ class Walker:
             w = role.ops[j]
             if isinstance(w, GlobalLoadWait):
                 role.ops[j] = moved_wait = dataclasses.replace(w, pending=w.pending + 1)
-                self.wait_covers[id(moved_wait)] = self.wait_covers.pop(id(w))
+                self.wait_covers[id(moved_wait)] = self.wait_covers.pop(id(w), None)
         role.ops.insert(at, load)
         role.loading[name] = role.load_index[name] = role.loaded
         role.loaded += 1

@@ -11,7 +11,7 @@ import pytest
 
 from protosim.arch import load_profile
 from protosim.engine.machine import Machine, replay
-from protosim.ir import Access, BufferDecl, CtaProgram, RoleDecl, Schedule, SmemStore, Wgmma, WgmmaCommit, WgmmaWait
+from protosim.ir import Access, BufferDecl, CtaProgram, RoleDecl, Schedule, Wgmma, WgmmaCommit, WgmmaWait
 
 
 def _schedule(ctas: int, n: int = 128, warps: int = 4, blocks: int = 1) -> Schedule:
@@ -74,46 +74,3 @@ def test_two_warpgroups_of_one_cta_share_one_chain():
     a, _, chain = _rates(128)
     t0, done = _issued_and_done(replay(_schedule(1, 128, warps=8), _one_sm()))
     assert done[-1] - t0 == pytest.approx(8 * chain + a.mma_tail_cycles)
-
-
-def _then_store(ctas: int, n: int = 128) -> Schedule:
-    """One wgmma (8 instructions), then a shared store (what follows a wgmma in the program: the
-    next stage's copies in gemm_parts' copy loop), then commit and wait."""
-    ops = (Wgmma(m=128, n=n, k_elems=64, reads=(Access("A", 0, "A0"), Access("B", 0, "B0")), descriptors="uniform"),
-           SmemStore(bytes=512, dst=Access("C", 0, "c")), WgmmaCommit(), WgmmaWait(n=0))
-    return Schedule("hold", "h200", (), (BufferDecl("A", "smem", bytes=16384), BufferDecl("B", "smem", bytes=128 * n),
-                                         BufferDecl("C", "smem", bytes=2048)),
-                    (RoleDecl("mma", 4),), tuple(CtaProgram(i, (ops,)) for i in range(ctas)))
-
-
-def _stores(r) -> list[tuple[int, float]]:
-    return sorted((e[2], e[0]) for e in r.log.events if e[1] == "access" and e[5] == "C")
-
-
-@pytest.mark.parametrize("n", [16, 128])
-def test_the_warps_go_on_once_the_last_instruction_has_started(n):
-    """An HGMMA leaves the in-order warp only when the tensor core takes it: the store after a
-    block of eight waits for seven of them (results/silicon/microbench/2026-12-03_h200_cp_async_window.md)."""
-    _, _, chain = _rates(n)
-    r = replay(_then_store(1, n), _one_sm())
-    t0, _ = _issued_and_done(r)
-    stores = _stores(r)
-    assert len(stores) == 4  # every warp of the warpgroup
-    assert all(t - t0 == pytest.approx(7 * chain) for _, t in stores)
-    stall = r.stats.stall["mma"]
-    assert stall["wgmma_dispatch"] == pytest.approx(4 * 7 * chain)
-    assert stall.get("wgmma_issue", 0.0) == pytest.approx(0.0)  # the warps arrived together
-
-
-def test_a_busy_tensor_core_holds_the_warps_longer():
-    """Three CTAs on one SM: the last CTA's instructions start after the others' on the unit, so
-    its warps wait for the unit, past the end of its own chain's seventh instruction."""
-    a, unit, chain = _rates(128)
-    arch = _one_sm()
-    s = _then_store(3)
-    assert Machine(s, arch).occupancy() >= 3
-    r = replay(s, arch)
-    t0, _ = _issued_and_done(r)
-    last = max(t for _, t in _stores(r))
-    assert last - t0 == pytest.approx(2 * 8 * unit + 7 * unit)
-    assert last - t0 > 7 * chain

@@ -43,8 +43,7 @@ class Blocked:
     op_kind: str
     since: float
     on: str
-    """``mbarrier`` / ``bar.sync`` / ``bulk_wait`` / ``wgmma_wait`` / ``wgmma_issue`` (the rest of its
-    warpgroup) / ``wgmma_dispatch`` (the tensor core taking its instructions) / ``tmem_alloc``."""
+    """``mbarrier`` / ``bar.sync`` / ``bulk_wait`` / ``wgmma_wait`` / ``wgmma_issue`` / ``tmem_alloc``."""
     target: str
     detail: str
     tile: tuple[int, int] | None = None

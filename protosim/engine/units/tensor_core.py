@@ -221,11 +221,10 @@ class TensorCoreUnit(Unit):
         key = (w.role, i, group)
         rv = rendezvous.get(key)
         if rv is None:
-            rv = rendezvous[key] = [0, env.event(), []]
+            rv = rendezvous[key] = [0, env.event()]
         rv[0] += 1
         if rv[0] < size:
             m.block(w, i, op, "wgmma_issue", f"{w.role_name} wgmma #{i}")
-            rv[2].append(w)
             return rv[1]
         del rendezvous[key]
         chain, insts = self.shape(op)
@@ -270,21 +269,5 @@ class TensorCoreUnit(Unit):
                 g.complete(op_id, "done")
 
         m.at(done, finish)
-        # The warps issue in order: each HGMMA leaves them only once the tensor core takes it, so
-        # they go on once the last instruction has started -- on its chain and on the unit, where
-        # other CTAs' instructions may hold it.  gemm_parts' copy loop (64 x 256 x 64, 2 stages,
-        # 33 SMs: a copy round alone 676 cycles, four m64n256k16 153 apart) takes 1,128 cycles a
-        # k-iteration: the copy round plus three instructions' issue (docs/semantics.md "wgmma").
-        share = (insts - 1) / insts if insts > 1 else 0.0
-        release = max(chain_start + (chained - chain_start) * share, start + (free - start) * share)
-        if release <= now:
-            rv[1].succeed(op_id)
-            return None
-        # from here the warps wait for the tensor core to take their instructions, not for the
-        # other warps of their warpgroup: a stall of its own ("wgmma_dispatch")
-        for other in rv[2]:
-            m.unblocked(other)
-            m.block(other, i, op, "wgmma_dispatch", f"{w.role_name} wgmma #{i}")
-        m.at(release, lambda: rv[1].succeed(op_id))
-        m.block(w, i, op, "wgmma_dispatch", f"{w.role_name} wgmma #{i}")
-        return env.timeout(release - now, op_id)
+        rv[1].succeed(op_id)
+        return None

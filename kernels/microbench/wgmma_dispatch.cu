@@ -5,10 +5,10 @@
 // first instruction after the block: when the warp went on); commit_group; wait_group 0; clock64.
 // Shared memory is not initialized: the values do not matter, the timing does.
 // out[3 * b ..]: %smid, the sum over REPS of (after the block - before), of (after the wait - before).
-// The wgmma wrappers are tma_wgmma.cu's (included; its kernels come along in the cubin).
+// The wgmma wrappers are wgmma_ptx.cuh's, shared with tma_wgmma.cu.
 // kernels/runner/wgmma_dispatch.py runs it.  Build (CPU machine):
 //   nvcc -cubin -arch=sm_90a -O3 -o wgmma_dispatch.sm_90a.cubin wgmma_dispatch.cu
-#include "tma_wgmma.cu"
+#include "wgmma_ptx.cuh"
 
 template <int N>
 __device__ void dispatch(int reps, long long *out) {

@@ -27,7 +27,7 @@ from .tma_stream import SM_COUNT
 REPS = 64
 NS = (16, 64, 128)
 GRIDS = (1, SM_COUNT, 3 * SM_COUNT)
-A_BOX = 128 * 128  # wgmma_dispatch.cu (tma_wgmma.cu's A_BOX): bytes of the A box
+A_BOX = 128 * 128  # wgmma_ptx.cuh's A_BOX: bytes of the A box
 
 
 def measure(torch, cubin: bytes, reps: int) -> list[dict]:

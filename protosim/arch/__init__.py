@@ -97,6 +97,9 @@ class ArchProfile:
     mma_thread_issue_cycles: float
     wgmma_issue_overhead: float
     wgmma_per_thread_desc_issue_min: float
+    wgmma_unit_queue_instructions: float
+    """Instructions of each wgmma block in flight the tensor core serves before a block that
+    starts later joins the sharing (``engine.resources.SharedTensorCore``)."""
     """``mma_issue_min`` for a wgmma whose descriptors are built in per-thread registers
     (:attr:`protosim.ir.Wgmma.descriptors`)."""
     # TMEM

@@ -21,10 +21,11 @@ does (:meth:`MemorySystem.write`).
 What the L2 holds when the kernel starts is a launch condition
 (``l2_at_launch``): cold, or the inputs just written (:func:`resident_at_launch`).
 
-The tensor core is an in-order queue per SM: an MMA of occupancy ``o`` starts at
-``max(now, free_at)``, frees the unit at ``start + o`` and completes (results
-visible, commit may fire) ``tail`` cycles later -- the issue-to-issue interval
-and the latency of TIMING_SOURCES.md.
+The tensor core is an in-order queue per SM for ``tcgen05.mma``: an MMA of occupancy
+``o`` starts at ``max(now, free_at)``, frees the unit at ``start + o`` and completes
+(results visible, commit may fire) ``tail`` cycles later -- the issue-to-issue interval
+and the latency of TIMING_SOURCES.md.  Hopper's wgmma blocks in flight share it
+instruction by instruction instead, as measured (:class:`SharedTensorCore`).
 """
 
 from __future__ import annotations
@@ -248,6 +249,107 @@ class MmaUnit:
         return start, self.free_at, done
 
 
+class SharedTensorCore:
+    """One SM's tensor core as the wgmma blocks in flight on it share it.
+
+    The unit interleaves the instructions of the blocks in flight: each advances at an equal
+    share of the unit, none faster than its own issue chain feeds it (``cap``: the share that
+    makes a block alone leave the unit as its chain ends), what a capped block leaves going to
+    the others (processor sharing, water-filled).  A block that starts while others are in
+    flight joins the sharing once the unit has served the instructions it already holds of
+    theirs, ``wgmma_unit_queue_instructions`` of each (``enter``'s ``held``).  So a block that
+    starts later slows the ones in flight, less the later it starts.  Measured
+    (kernels/microbench/wgmma_share.cu, H200): two CTAs an SM starting eight m64n128k16 together
+    finish at ~1,010 and ~1,110 cycles where one alone takes 590 (an in-order queue would finish
+    the first at ~590), and the first slows less the later the second starts (939 / 821 / 716 /
+    591 at 64 / 128 / 256 / 512 cycles apart); results/silicon/microbench/2026-12-03_h200_wgmma_share.md.
+
+    Pure bookkeeping of work left: the tensor-core unit of the engine arms one wake-up per SM at
+    :meth:`next_change` and calls :meth:`leave` then."""
+
+    __slots__ = ("blocks", "t", "version")
+
+    def __init__(self) -> None:
+        self.blocks: list[list] = []
+        """[unit cycles left, cap, rate, token, joins at] of each block in flight, in issue order."""
+        self.t = 0.0
+        """The cycle ``blocks`` were last advanced to."""
+        self.version = 0
+        """Bumped at every change: a wake-up armed before it is stale."""
+
+    @staticmethod
+    def _share(blocks: list[list], t: float) -> None:
+        """Equal shares of the unit among the blocks that have joined, none above its cap; a
+        capped block's rest goes to the others."""
+        joined = [b for b in blocks if b[4] <= t]
+        for b in blocks:
+            b[2] = 0.0
+        left, n = 1.0, len(joined)
+        for k, b in enumerate(sorted(joined, key=lambda b: b[1])):
+            b[2] = min(b[1], left / (n - k))
+            left -= b[2]
+
+    @staticmethod
+    def _step(blocks: list[list], t: float) -> float:
+        """Cycles from ``t`` to the next change: a block leaves or one waiting joins."""
+        step = min((b[0] / b[2] for b in blocks if b[2] > 0), default=float("inf"))
+        return min(step, min((b[4] - t for b in blocks if b[4] > t), default=float("inf")))
+
+    def _advance(self, now: float) -> None:
+        """Bring the blocks to ``now``, through the joins on the way."""
+        t, blocks = self.t, self.blocks
+        while t < now:
+            step = min(self._step(blocks, t), now - t)
+            for b in blocks:
+                b[0] -= b[2] * step
+            t += step
+            self._share(blocks, t)
+        self.t = now
+
+    def enter(self, now: float, work: float, cap: float, held: float, token) -> float:
+        """A block of ``work`` cycles of the unit enters at ``now``, fed at most at ``cap`` of the
+        unit; each block in flight keeps ``held`` cycles of its work ahead of it.  Returns when
+        it would leave if no other block entered (what the log records at issue)."""
+        self._advance(now)
+        ahead = sum(min(b[0], held) for b in self.blocks if b[4] <= now)
+        self.blocks.append([work, cap, 0.0, token, now + ahead])
+        self._share(self.blocks, now)
+        self.version += 1
+        if len(self.blocks) == 1:
+            return now + work / cap
+        sim = [list(b) for b in self.blocks]
+        mine, t = sim[-1], now
+        while True:
+            step = self._step(sim, t)
+            t += step
+            for b in sim:
+                b[0] -= b[2] * step
+            if mine[0] <= _EPS:
+                return t
+            sim = [b for b in sim if b[0] > _EPS]
+            self._share(sim, t)
+
+    def next_change(self) -> float | None:
+        """When the next block in flight leaves the unit or joins the sharing, as things stand."""
+        if not self.blocks:
+            return None
+        return self.t + self._step(self.blocks, self.t)
+
+    def leave(self, now: float) -> list:
+        """Advance to ``now``: the tokens of the blocks whose work is done, in issue order."""
+        self._advance(now)
+        gone = [b[3] for b in self.blocks if b[0] <= _EPS]
+        if gone:
+            self.blocks = [b for b in self.blocks if b[0] > _EPS]
+            self._share(self.blocks, now)
+        self.version += 1
+        return gone
+
+
+_EPS = 1e-6
+"""Unit cycles of work below which a block has left (float residue of the shares)."""
+
+
 class Scheduler:
     """One SM sub-partition's warp scheduler: its issue slots and the pipes it issues register
     math to, each a server of cycles (``engine.units.alu``).  The pipes work at the same time:
@@ -280,6 +382,8 @@ class SmUnits:
         self.alu = [Scheduler() for _ in range(arch.sm_subpartitions)]
         """Each warp scheduler's issue slots and arithmetic pipes (``engine.units.alu``)."""
         self.mma = MmaUnit()
+        self.wgmma = SharedTensorCore()
+        """The same tensor core as the wgmma blocks in flight share it."""
         self.tmem_free = arch.tmem_columns
         self.tmem_waiters: list = []
         self.descriptors: set[str] = set()

@@ -6,7 +6,9 @@ A ``tcgen05.commit`` arrives on its mbarrier once every MMA its thread issued be
 has completed (PTX: all earlier MMAs, not only those since the last commit); a thread
 that issued none commits an empty group and arrives at once.  ``wgmma`` is
 ``.sync.aligned``: it starts once every warp of the role has issued it, and joins every
-member warp's open wgmma group.
+member warp's open wgmma group; the wgmma blocks in flight on an SM share its tensor core
+instruction by instruction (:class:`protosim.engine.resources.SharedTensorCore`), so each
+block leaves the unit when the sharing says, known only as later blocks come.
 """
 
 from __future__ import annotations
@@ -206,6 +208,26 @@ class TensorCoreUnit(Unit):
             m.at(when, lambda: arrive(busy, False))
 
     # -- wgmma -----------------------------------------------------------------------
+    def _arm(self, sm) -> None:
+        """Arm the wake-up for the next wgmma block to leave ``sm``'s tensor core (one live
+        wake-up per SM: every change makes the armed one stale and arms another)."""
+        m = self.m
+        share = sm.wgmma
+        t = share.next_change()
+        if t is None:
+            return
+        version = share.version
+
+        def wake() -> None:
+            if share.version != version or m.trap:
+                return
+            now = m.env.now
+            for block in share.leave(now):
+                block[0](now)
+            self._arm(sm)
+
+        m.at(t, wake)
+
     def wgmma_issue(self, w: WarpState, i: int, op: Wgmma) -> simpy.Event | None:
         """``.sync.aligned`` over a warpgroup: the MMA starts once the four warps of the issuing
         warp's warpgroup have issued it.  A role of more warps is several warpgroups, each its
@@ -216,8 +238,8 @@ class TensorCoreUnit(Unit):
         cta = w.cta
         rendezvous = self.issuers[cta].rendezvous
         group = w.warp // 4
-        first = 4 * group
-        size = min(4, w.warps - first)  # warps in this warpgroup
+        first_warp = 4 * group
+        size = min(4, w.warps - first_warp)  # warps in this warpgroup
         key = (w.role, i, group)
         rv = rendezvous.get(key)
         if rv is None:
@@ -232,34 +254,47 @@ class TensorCoreUnit(Unit):
         groups = -(-w.warps // 4)
         if groups > 1:
             chain, occupancy, insts = chain / groups, occupancy / groups, -(-insts // groups)
-        # Two clocks: the tensor core is held for each instruction's issue-to-issue interval
+        # Two clocks: the tensor core spends each instruction's issue-to-issue interval
         # (``occupancy``), while the CTA's issue chain spends the instruction's floor plus the
         # descriptor building between instructions (``chain``: wgmma_issue_overhead) and
-        # cannot go faster.  A CTA completes its wgmmas at the end of its chain; other CTAs on
-        # the SM fill the tensor core in between (3 CTAs an SM reach 65 cycles per m64n128k16).
-        # One chain per CTA, not per warpgroup: two warpgroups of one CTA overlap little
-        # (84 of 8 x 24 cycles a block).  results/silicon/microbench/2026-12-02_h200_tma_wgmma.md
+        # cannot go faster.  A CTA completes its wgmmas at the end of its chain at the
+        # earliest; other CTAs' blocks share the unit meanwhile, instruction by instruction
+        # (resources.SharedTensorCore: each block in flight slows the others).  One chain per
+        # CTA, not per warpgroup: two warpgroups of one CTA overlap little (84 of 8 x 24 cycles
+        # a block).  results/silicon/microbench/2026-12-02_h200_tma_wgmma.md, 2026-12-03_h200_wgmma_share.md
         now = env.now
         issuers = self.issuers[cta]
         tail = timing.scale(arch.mma_tail_cycles) + timing.unit_stall()
         chain_start = issuers.issuing if issuers.issuing > now else now
         chained = issuers.issuing = chain_start + chain + arch.wgmma_issue_overhead * insts
-        start, free, done = cta.sm.mma.submit(now, occupancy, tail, chained)
+        floor = chained + tail
         if op.serialized:
             # ptxas C7515: each of this warpgroup's instructions waits for the one before to complete;
             # the other warpgroups' instructions go on meanwhile (gemm_parts' serialized 128 x 128
             # dot_loop at 8 warps ran at the unserialized chain's rate), so it binds only where one
             # warpgroup's instructions with their tails outlast the CTA's chain
-            done = max(done, now + (chain + arch.wgmma_issue_overhead * insts + tail * insts))
-        # its instructions read the operands from the chain's start to its end at the least
-        start, free = max(start, chain_start), max(free, chained)
+            floor = max(floor, now + (chain + arch.wgmma_issue_overhead * insts + tail * insts))
+        sm = cta.sm
+        sm.mma.busy += occupancy
+        # Fed by its chain, the block can use at most this share of the unit: alone, it leaves
+        # the unit as the chain ends.
+        cap = occupancy / (chained - now) if chained - now > occupancy else 1.0
+        block = [None]  # what leave() hands back: the callback, set below
+        held = arch.wgmma_unit_queue_instructions * occupancy / insts
+        leaves = sm.wgmma.enter(now, occupancy, cap, held, block)
+        self._arm(sm)
         op_id = self.wgmma.new_op()
         m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "wgmma", 32 * size, op.tile, op.k,
                                               *_NO_TARGET)))
         clock = w.tick()
-        seqs = [m.access(w, i, acc, "r", start, free, op.tile, clock, 32) for acc in op.reads]
-        seqs += [m.access(w, i, acc, "w", start, done, op.tile, clock, 32) for acc in op.writes]
-        members = [self.wgmma.of(cta, f"{w.role_name}.w{j}") for j in range(first, first + size)]
+        # The operands are read until the last instruction leaves the unit, the results written
+        # until a tail after; logged with the times known now, corrected if a block that enters
+        # later slows this one (checkers read the log only once the replay is over).
+        first = len(m.log.events)
+        seqs = [m.access(w, i, acc, "r", chain_start, max(leaves, chained), op.tile, clock, 32) for acc in op.reads]
+        seqs += [m.access(w, i, acc, "w", chain_start, max(leaves + tail, floor), op.tile, clock, 32)
+                 for acc in op.writes]
+        members = [self.wgmma.of(cta, f"{w.role_name}.w{j}") for j in range(first_warp, first_warp + size)]
         self.wgmma.seqs[op_id] = tuple(seqs)
         for g in members:  # every warp of the group now tracks it
             g.issue(op_id)
@@ -268,6 +303,15 @@ class TensorCoreUnit(Unit):
             for g in members:
                 g.complete(op_id, "done")
 
-        m.at(done, finish)
+        def left_unit(t: float) -> None:
+            if t > leaves:
+                events = m.log.events
+                for k in range(first, first + len(op.reads)):
+                    events[k] = events[k]._replace(t1=max(t, chained))
+                for k in range(first + len(op.reads), first + len(seqs)):
+                    events[k] = events[k]._replace(t1=max(t + tail, floor))
+            m.at(max(t + tail, floor), finish)
+
+        block[0] = left_unit
         rv[1].succeed(op_id)
         return None

@@ -51,13 +51,14 @@ def test_one_cta_completes_at_the_end_of_its_chain(n):
 @pytest.mark.parametrize("n", [16, 128])
 def test_ctas_sharing_an_sm_overlap_the_issue_overhead(n):
     """Three CTAs on one SM, each one block: the tensor core works 3 x 8 unit intervals back to
-    back; the last CTA's block completes when the unit is done with it, not after three chains."""
+    back; the last CTA's block completes when the unit is done with it, not after three chains.
+    The first is slowed too: the unit interleaves the blocks in flight (tests/test_wgmma_share.py)."""
     a, unit, chain = _rates(n)
     arch = _one_sm()
     s = _schedule(3, n)
     assert Machine(s, arch).occupancy() >= 3
     t0, done = _issued_and_done(replay(s, arch))
-    assert done[0] - t0 == pytest.approx(8 * chain + a.mma_tail_cycles)
+    assert done[0] - t0 > 8 * chain + a.mma_tail_cycles
     assert done[-1] - t0 == pytest.approx(max(3 * 8 * unit, 8 * chain) + a.mma_tail_cycles)
     assert done[-1] - t0 < 3 * 8 * chain  # what charging the overhead to the tensor core gave
 

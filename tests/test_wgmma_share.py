@@ -22,39 +22,46 @@ TOLERANCE = 0.15
 """Per rank, model against measured wait return (the worst N >= 64 row is 11%)."""
 
 
-def leave_times(entries: list[tuple[float, float, float, float]]) -> list[float]:
-    """Run a SharedTensorCore over (enter at, work, cap, held) blocks; when each leaves."""
+def leave_times(entries: list[tuple[float, float, float, float, float]]) -> list[float]:
+    """Run a SharedTensorCore over blocks (issued at, work, chain from, chain to, held); when each
+    leaves the unit."""
     unit, out = SharedTensorCore(), {}
     pending = sorted(enumerate(entries), key=lambda e: e[1][0])
     while pending or unit.blocks:
         t_next = unit.next_change()
         if pending and (t_next is None or pending[0][1][0] <= t_next):
-            k, (at, work, cap, held) = pending.pop(0)
+            k, (at, work, first, last, held) = pending.pop(0)
             for token in unit.leave(at):
                 out[token] = at
-            unit.enter(at, work, cap, held, k)
+            unit.enter(at, work, first, last, held, k)
         else:
             for token in unit.leave(t_next):
                 out[token] = t_next
     return [out[k] for k in range(len(entries))]
 
 
+def block(at: float, work: float = 520.0, chain: float | None = None, held: float = 130.0):
+    """A block issued at ``at`` whose chain hands over its instructions over ``chain`` cycles
+    (default: as fast as the unit takes them)."""
+    return (at, work, at, at + (work if chain is None else chain), held)
+
+
 def test_a_block_alone_leaves_as_its_chain_feeds_it():
-    assert leave_times([(0.0, 520.0, 1.0, 130.0)]) == [pytest.approx(520.0)]
-    assert leave_times([(0.0, 520.0, 0.5, 130.0)]) == [pytest.approx(1040.0)]
+    assert leave_times([block(0.0)]) == [pytest.approx(520.0)]
+    assert leave_times([block(0.0, chain=1040.0)]) == [pytest.approx(1040.0)]
 
 
 def test_blocks_that_start_together_share_the_unit():
     # equal shares: both need 2 x 520 of the unit; the first has 130 of its own served first
-    first, second = leave_times([(0.0, 520.0, 1.0, 130.0), (0.0, 520.0, 1.0, 130.0)])
+    first, second = leave_times([block(0.0), block(0.0)])
     assert first == pytest.approx(130 + 2 * (520 - 130))
     assert second == pytest.approx(1040.0)
     # without held instructions, plain processor sharing: both leave at the end
-    assert leave_times([(0.0, 520.0, 1.0, 0.0), (0.0, 520.0, 1.0, 0.0)]) == [pytest.approx(1040.0)] * 2
+    assert leave_times([block(0.0, held=0.0), block(0.0, held=0.0)]) == [pytest.approx(1040.0)] * 2
 
 
 def test_a_later_block_slows_the_first_less_the_later_it_starts():
-    firsts = [leave_times([(0.0, 520.0, 1.0, 130.0), (s, 520.0, 1.0, 130.0)])[0] for s in (0, 128, 256, 512)]
+    firsts = [leave_times([block(0.0), block(s)])[0] for s in (0, 128, 256, 512)]
     assert firsts == sorted(firsts, reverse=True)
     assert firsts[-1] == pytest.approx(520.0)  # started after the first left: not slowed
     # 256 apart: the first has 264 left when the second comes, 130 of it served before sharing
@@ -63,10 +70,18 @@ def test_a_later_block_slows_the_first_less_the_later_it_starts():
 
 def test_blocks_below_their_caps_do_not_slow_each_other():
     # each fed at 0.4 of the unit by its chain: two fit side by side
-    assert leave_times([(0.0, 200.0, 0.4, 0.0), (0.0, 200.0, 0.4, 0.0)]) == [pytest.approx(500.0)] * 2
+    assert leave_times([block(0.0, 200.0, 500.0, 0.0), block(0.0, 200.0, 500.0, 0.0)]) == [pytest.approx(500.0)] * 2
     # a capped block's spare share goes to the other
-    a, b = leave_times([(0.0, 200.0, 0.25, 0.0), (0.0, 600.0, 1.0, 0.0)])
+    a, b = leave_times([block(0.0, 200.0, 800.0, 0.0), block(0.0, 600.0, None, 0.0)])
     assert a == pytest.approx(800.0) and b == pytest.approx(800.0)
+
+
+def test_a_block_joins_when_its_chain_reaches_it():
+    """Two warpgroups of one CTA issue together on one chain: the second's instructions come
+    after the first's, so it joins then, and each alone goes at its chain's pace."""
+    wg0, wg1 = leave_times([(0.0, 260.0, 0.0, 356.0, 130.0), (0.0, 260.0, 356.0, 712.0, 130.0)])
+    assert wg0 == pytest.approx(356.0)
+    assert wg1 == pytest.approx(712.0)
 
 
 SKELETON = dataclasses.replace(load_profile("h200"), sm_count=1, wgmma_issue_overhead=0, mma_thread_issue_cycles=0)

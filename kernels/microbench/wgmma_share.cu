@@ -54,17 +54,7 @@ __device__ void share(int reps, int stagger, int *ranks, volatile long long *sta
         while (clock64() < go) {
         }
         const long long t0 = clock64();
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
-#pragma unroll
-            for (int kk = 0; kk < 4; ++kk) {
-                const uint64_t da = sw128_desc(a + hh * 64 * 128 + kk * 32), db = sw128_desc(b + kk * 32);
-                float *d = acc + hh * (N / 2);
-                if constexpr (N == 16) wgmma_n16(d, da, db, 1);
-                else if constexpr (N == 64) wgmma_n64(d, da, db, 1);
-                else wgmma_n128(d, da, db, 1);
-            }
+        wgmma_block<N>(acc, a, b);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         const long long t2 = clock64();

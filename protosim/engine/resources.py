@@ -255,9 +255,10 @@ class SharedTensorCore:
     The unit interleaves the instructions of the blocks in flight: each advances at an equal
     share of the unit, none faster than its own issue chain feeds it (``cap``: the share that
     makes a block alone leave the unit as its chain ends), what a capped block leaves going to
-    the others (processor sharing, water-filled).  A block that starts while others are in
-    flight joins the sharing once the unit has served the instructions it already holds of
-    theirs, ``wgmma_unit_queue_instructions`` of each (``enter``'s ``held``).  So a block that
+    the others (processor sharing, water-filled).  A block joins the sharing when its chain
+    hands over its first instruction; the blocks already in flight are first served, at their
+    own pace, the instructions the unit holds of them, ``wgmma_unit_queue_instructions`` of each
+    (``enter``'s ``held``), the newcomer taking what they leave.  So a block that
     starts later slows the ones in flight, less the later it starts.  Measured
     (kernels/microbench/wgmma_share.cu, H200): two CTAs an SM starting eight m64n128k16 together
     finish at ~1,010 and ~1,110 cycles where one alone takes 590 (an in-order queue would finish
@@ -271,7 +272,10 @@ class SharedTensorCore:
 
     def __init__(self) -> None:
         self.blocks: list[list] = []
-        """[unit cycles left, cap, rate, token, joins at] of each block in flight, in issue order."""
+        """[unit cycles left, cap, rate, token, chain starts, chain ends, cycles owed first] of each
+        block in flight, in issue order.  The cap holds until the chain has handed over the
+        block's last instruction; a block is owed, ahead of the others, the instructions the unit
+        held of it when a later block came."""
         self.t = 0.0
         """The cycle ``blocks`` were last advanced to."""
         self.version = 0
@@ -279,21 +283,31 @@ class SharedTensorCore:
 
     @staticmethod
     def _share(blocks: list[list], t: float) -> None:
-        """Equal shares of the unit among the blocks that have joined, none above its cap; a
-        capped block's rest goes to the others."""
-        joined = [b for b in blocks if b[4] <= t]
+        """The unit's shares at ``t``: first the blocks still owed their held instructions, each
+        at its cap; then equal shares of the rest among the others that have joined, none above
+        its cap, a capped block's rest going to the others (water-filling)."""
         for b in blocks:
             b[2] = 0.0
-        left, n = 1.0, len(joined)
-        for k, b in enumerate(sorted(joined, key=lambda b: b[1])):
-            b[2] = min(b[1], left / (n - k))
+        left = 1.0
+        owed = [b for b in blocks if b[6] > _EPS and b[4] <= t]
+        for k, b in enumerate(owed):
+            b[2] = min(b[1] if t < b[5] else 1.0, left / (len(owed) - k))
+            left -= b[2]
+        joined = [b for b in blocks if b[6] <= _EPS and b[4] <= t]
+        n = len(joined)
+        for k, b in enumerate(sorted(joined, key=lambda b: b[1] if t < b[5] else 1.0)):
+            b[2] = min(b[1] if t < b[5] else 1.0, left / (n - k))
             left -= b[2]
 
     @staticmethod
     def _step(blocks: list[list], t: float) -> float:
-        """Cycles from ``t`` to the next change: a block leaves or one waiting joins."""
-        step = min((b[0] / b[2] for b in blocks if b[2] > 0), default=float("inf"))
-        return min(step, min((b[4] - t for b in blocks if b[4] > t), default=float("inf")))
+        """Cycles from ``t`` to the next change: a block leaves, is paid what it was owed, joins,
+        or has had its last instruction handed over (its cap lifts)."""
+        inf = float("inf")
+        step = min((b[0] / b[2] for b in blocks if b[2] > 0), default=inf)
+        step = min(step, min((b[6] / b[2] for b in blocks if b[2] > 0 and b[6] > _EPS), default=inf))
+        step = min(step, min((b[4] - t for b in blocks if b[4] > t), default=inf))
+        return min(step, min((b[5] - t for b in blocks if b[5] > t and b[1] < 1.0), default=inf))
 
     def _advance(self, now: float) -> None:
         """Bring the blocks to ``now``, through the joins on the way."""
@@ -302,21 +316,27 @@ class SharedTensorCore:
             step = min(self._step(blocks, t), now - t)
             for b in blocks:
                 b[0] -= b[2] * step
+                b[6] -= b[2] * step
             t += step
             self._share(blocks, t)
         self.t = now
 
-    def enter(self, now: float, work: float, cap: float, held: float, token) -> float:
-        """A block of ``work`` cycles of the unit enters at ``now``, fed at most at ``cap`` of the
-        unit; each block in flight keeps ``held`` cycles of its work ahead of it.  Returns when
-        it would leave if no other block entered (what the log records at issue)."""
+    def enter(self, now: float, work: float, first: float, last: float, held: float, token) -> float:
+        """A block of ``work`` cycles of the unit is issued at ``now``; its issue chain hands the
+        unit its instructions from ``first`` to ``last``, at most at the share that ends it with
+        its chain (``cap``).  Each block in flight is owed ``held`` more cycles ahead of it (the
+        instructions the unit already holds).  Returns when it would leave if no other block
+        entered (what the log records at issue)."""
         self._advance(now)
-        ahead = sum(min(b[0], held) for b in self.blocks if b[4] <= now)
-        self.blocks.append([work, cap, 0.0, token, now + ahead])
+        for b in self.blocks:  # the instructions the unit already holds of each block in flight
+            if b[4] <= now:
+                b[6] = max(b[6], min(b[0], held))
+        cap = work / (last - first) if last - first > work else 1.0
+        self.blocks.append([work, cap, 0.0, token, first, max(last, first), 0.0])
         self._share(self.blocks, now)
         self.version += 1
         if len(self.blocks) == 1:
-            return now + work / cap
+            return first + work / cap
         sim = [list(b) for b in self.blocks]
         mine, t = sim[-1], now
         while True:
@@ -324,6 +344,7 @@ class SharedTensorCore:
             t += step
             for b in sim:
                 b[0] -= b[2] * step
+                b[6] -= b[2] * step
             if mine[0] <= _EPS:
                 return t
             sim = [b for b in sim if b[0] > _EPS]

@@ -276,12 +276,9 @@ class TensorCoreUnit(Unit):
             floor = max(floor, now + (chain + arch.wgmma_issue_overhead * insts + tail * insts))
         sm = cta.sm
         sm.mma.busy += occupancy
-        # Fed by its chain, the block can use at most this share of the unit: alone, it leaves
-        # the unit as the chain ends.
-        cap = occupancy / (chained - now) if chained - now > occupancy else 1.0
         block = [None]  # what leave() hands back: the callback, set below
         held = arch.wgmma_unit_queue_instructions * occupancy / insts
-        leaves = sm.wgmma.enter(now, occupancy, cap, held, block)
+        leaves = sm.wgmma.enter(now, occupancy, chain_start, chained, held, block)
         self._arm(sm)
         op_id = self.wgmma.new_op()
         m.log.events.append(_new(IssueEvent, (now, "issue", cta.index, w.who, i, "wgmma", 32 * size, op.tile, op.k,

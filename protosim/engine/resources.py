@@ -271,55 +271,12 @@ class SharedTensorCore:
     __slots__ = ("blocks", "t", "version")
 
     def __init__(self) -> None:
-        self.blocks: list[list] = []
-        """[unit cycles left, cap, rate, token, chain starts, chain ends, cycles owed first] of each
-        block in flight, in issue order.  The cap holds until the chain has handed over the
-        block's last instruction; a block is owed, ahead of the others, the instructions the unit
-        held of it when a later block came."""
+        self.blocks: list[_Block] = []
+        """The blocks in flight, in issue order."""
         self.t = 0.0
         """The cycle ``blocks`` were last advanced to."""
         self.version = 0
         """Bumped at every change: a wake-up armed before it is stale."""
-
-    @staticmethod
-    def _share(blocks: list[list], t: float) -> None:
-        """The unit's shares at ``t``: first the blocks still owed their held instructions, each
-        at its cap; then equal shares of the rest among the others that have joined, none above
-        its cap, a capped block's rest going to the others (water-filling)."""
-        for b in blocks:
-            b[2] = 0.0
-        left = 1.0
-        owed = [b for b in blocks if b[6] > _EPS and b[4] <= t]
-        for k, b in enumerate(owed):
-            b[2] = min(b[1] if t < b[5] else 1.0, left / (len(owed) - k))
-            left -= b[2]
-        joined = [b for b in blocks if b[6] <= _EPS and b[4] <= t]
-        n = len(joined)
-        for k, b in enumerate(sorted(joined, key=lambda b: b[1] if t < b[5] else 1.0)):
-            b[2] = min(b[1] if t < b[5] else 1.0, left / (n - k))
-            left -= b[2]
-
-    @staticmethod
-    def _step(blocks: list[list], t: float) -> float:
-        """Cycles from ``t`` to the next change: a block leaves, is paid what it was owed, joins,
-        or has had its last instruction handed over (its cap lifts)."""
-        inf = float("inf")
-        step = min((b[0] / b[2] for b in blocks if b[2] > 0), default=inf)
-        step = min(step, min((b[6] / b[2] for b in blocks if b[2] > 0 and b[6] > _EPS), default=inf))
-        step = min(step, min((b[4] - t for b in blocks if b[4] > t), default=inf))
-        return min(step, min((b[5] - t for b in blocks if b[5] > t and b[1] < 1.0), default=inf))
-
-    def _advance(self, now: float) -> None:
-        """Bring the blocks to ``now``, through the joins on the way."""
-        t, blocks = self.t, self.blocks
-        while t < now:
-            step = min(self._step(blocks, t), now - t)
-            for b in blocks:
-                b[0] -= b[2] * step
-                b[6] -= b[2] * step
-            t += step
-            self._share(blocks, t)
-        self.t = now
 
     def enter(self, now: float, work: float, first: float, last: float, held: float, token) -> float:
         """A block of ``work`` cycles of the unit is issued at ``now``; its issue chain hands the
@@ -328,43 +285,115 @@ class SharedTensorCore:
         instructions the unit already holds).  Returns when it would leave if no other block
         entered (what the log records at issue)."""
         self._advance(now)
-        for b in self.blocks:  # the instructions the unit already holds of each block in flight
-            if b[4] <= now:
-                b[6] = max(b[6], min(b[0], held))
+        for b in self.blocks:
+            if b.starts <= now:
+                b.owed = max(b.owed, min(b.left, held))
         cap = work / (last - first) if last - first > work else 1.0
-        self.blocks.append([work, cap, 0.0, token, first, max(last, first), 0.0])
-        self._share(self.blocks, now)
+        mine = _Block(work, cap, token, first, max(last, first))
+        self.blocks.append(mine)
+        _share(self.blocks, now)
         self.version += 1
         if len(self.blocks) == 1:
             return first + work / cap
-        sim = [list(b) for b in self.blocks]
+        # run a copy forward with no one else entering, until this block leaves
+        sim = [b.copy() for b in self.blocks]
         mine, t = sim[-1], now
         while True:
-            step = self._step(sim, t)
-            t += step
-            for b in sim:
-                b[0] -= b[2] * step
-                b[6] -= b[2] * step
-            if mine[0] <= _EPS:
+            t = _flow(sim, t, _next_change(sim, t))
+            if mine.left <= _EPS:
                 return t
-            sim = [b for b in sim if b[0] > _EPS]
-            self._share(sim, t)
+            sim = [b for b in sim if b.left > _EPS]
+            _share(sim, t)
 
     def next_change(self) -> float | None:
-        """When the next block in flight leaves the unit or joins the sharing, as things stand."""
+        """When, as things stand, a block next leaves, is paid what it was owed, joins, or has its
+        cap lifted."""
         if not self.blocks:
             return None
-        return self.t + self._step(self.blocks, self.t)
+        return self.t + _next_change(self.blocks, self.t)
 
     def leave(self, now: float) -> list:
         """Advance to ``now``: the tokens of the blocks whose work is done, in issue order."""
         self._advance(now)
-        gone = [b[3] for b in self.blocks if b[0] <= _EPS]
+        gone = [b.token for b in self.blocks if b.left <= _EPS]
         if gone:
-            self.blocks = [b for b in self.blocks if b[0] > _EPS]
-            self._share(self.blocks, now)
+            self.blocks = [b for b in self.blocks if b.left > _EPS]
+            _share(self.blocks, now)
         self.version += 1
         return gone
+
+    def _advance(self, now: float) -> None:
+        """Bring the blocks to ``now``, through the changes on the way."""
+        t = self.t
+        while t < now:
+            t = _flow(self.blocks, t, min(_next_change(self.blocks, t), now - t))
+        self.t = now
+
+
+class _Block:
+    """One wgmma block in flight on a :class:`SharedTensorCore`."""
+
+    __slots__ = ("left", "cap", "rate", "token", "starts", "chain_ends", "owed")
+
+    def __init__(self, left: float, cap: float, token, starts: float, chain_ends: float, rate: float = 0.0,
+                 owed: float = 0.0):
+        self.left = left
+        """Cycles of the unit's work still to do."""
+        self.cap = cap
+        """The most of the unit its chain feeds it, until the chain ends (then all of it)."""
+        self.rate = rate
+        """Its share of the unit now."""
+        self.token = token
+        self.starts = starts
+        """When its chain hands over its first instruction: it joins the sharing then."""
+        self.chain_ends = chain_ends
+        self.owed = owed
+        """Cycles of its work served ahead of the others: the instructions the unit held of it
+        when a later block came."""
+
+    def copy(self) -> _Block:
+        return _Block(self.left, self.cap, self.token, self.starts, self.chain_ends, self.rate, self.owed)
+
+    def cap_at(self, t: float) -> float:
+        return self.cap if t < self.chain_ends else 1.0
+
+
+def _share(blocks: list[_Block], t: float) -> None:
+    """The unit's shares at ``t``: first the blocks still owed their held instructions, each at
+    its cap; then equal shares of the rest among the others that have joined, none above its cap,
+    a capped block's rest going to the others (water-filling)."""
+    for b in blocks:
+        b.rate = 0.0
+    left = 1.0
+    owed = [b for b in blocks if b.owed > _EPS and b.starts <= t]
+    for k, b in enumerate(owed):
+        b.rate = min(b.cap_at(t), left / (len(owed) - k))
+        left -= b.rate
+    joined = [b for b in blocks if b.owed <= _EPS and b.starts <= t]
+    n = len(joined)
+    for k, b in enumerate(sorted(joined, key=lambda b: b.cap_at(t))):
+        b.rate = min(b.cap_at(t), left / (n - k))
+        left -= b.rate
+
+
+def _next_change(blocks: list[_Block], t: float) -> float:
+    """Cycles from ``t`` to the next change: a block leaves, is paid what it was owed, joins, or
+    has had its last instruction handed over (its cap lifts)."""
+    inf = float("inf")
+    step = min((b.left / b.rate for b in blocks if b.rate > 0), default=inf)
+    step = min(step, min((b.owed / b.rate for b in blocks if b.rate > 0 and b.owed > _EPS), default=inf))
+    step = min(step, min((b.starts - t for b in blocks if b.starts > t), default=inf))
+    return min(step, min((b.chain_ends - t for b in blocks if b.chain_ends > t and b.cap < 1.0), default=inf))
+
+
+def _flow(blocks: list[_Block], t: float, step: float) -> float:
+    """Serve ``step`` cycles at the current shares, then share again; the new time."""
+    for b in blocks:
+        b.left -= b.rate * step
+        b.owed -= b.rate * step
+    t += step
+    _share(blocks, t)
+    return t
 
 
 _EPS = 1e-6

@@ -6,15 +6,29 @@ per round.  Those numbers are ptxas's, so this module reads them off a cubin's S
 
 * the loads and shared stores of the copy, in program order (``LDG`` / ``STS`` up to the
   first ``MEMBAR`` or ``BAR``: the copy's fence and barrier end it);
-* an in-order issue model of that stream -- a load issues one cycle after the instruction
-  before it, a store waits until the load that wrote its register returns ``latency`` cycles
-  after issue -- whose time divided by the latency is the copy's *rounds*;
+* an in-order issue model of that stream, whose time divided by the latency is the copy's
+  *rounds*.  Where the listing carries the instructions' encodings (``cuobjdump -sass`` prints
+  them) it reads ptxas's own schedule from each instruction's control bits
+  (:func:`control_stream`): the stall cycles before the next instruction issues, and the
+  dependency barriers (scoreboards) -- a load sets one when it issues and clears it ``latency``
+  cycles later, and an instruction that waits on it waits for every load set on it, not only
+  the one it reads (ptxas has six a warp and groups loads on them).  Without encodings, a load
+  issues one cycle after the instruction before it and a store waits for its own load
+  (:func:`issue_time`);
 * the registers per thread (``cuobjdump -res-usage``).
+
+``KERNEL`` is a cubin or fat binary, or a library TVM exported (``kernels.toolchain.build``'s
+``kernels/<key>.so``): its embedded fat binary is read (:func:`device_code`).  **Read the
+kernel that runs.**  TVM compiles with its own ptxas options (``--register-usage-level=10``,
+``--use_fast_math``: ``tvm.support.nvcc``), and the same CUDA source through a plain
+``nvcc -O3`` gets another schedule: the v3 kernel at 128 x 128 x 2048, BLK_N 16 keeps 7 loads
+out (17.6 rounds) as TVM builds it, 11 (10.4 rounds) through ``nvcc -O3``
+(results/silicon/timing/2026-12-03_v3_m128.md).
 
 Needs ``cuobjdump`` (the CUDA toolkit, or the copy the ``triton`` wheel ships in
 ``triton/backends/nvidia/bin``).  Run:
 
-    python -m kernels.toolchain.sass KERNEL.cubin [--latency 425]
+    python -m kernels.toolchain.sass KERNEL.cubin|KERNEL.so [--latency 315]
 """
 
 from __future__ import annotations
@@ -24,8 +38,10 @@ import dataclasses
 import json
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 LOAD = re.compile(r"\bLDG(?:\.[A-Z0-9]+)*\s+(R\d+),")
@@ -63,6 +79,10 @@ class CopyStream:
     """In-order issue time of the stream / the load latency it was modelled with."""
     latency: float
     regs_per_thread: int
+    cycles: float = 0.0
+    """The issue model's time for the stream at ``latency`` (``rounds * latency``)."""
+    scoreboards: bool = False
+    """Whether the model read ptxas's control bits (stalls, dependency barriers)."""
 
     @property
     def in_flight(self) -> float:
@@ -107,6 +127,84 @@ def issue_time(ops: list[tuple[str, str, int]], latency: float, issue: float = 1
             t = max(t, ready.get(reg, 0.0))
         t += issue
     return max([t, *ready.values()])
+
+
+UNLOADED_LATENCY = 315.0
+"""An L2-hit ``LDG`` to its use with nothing else in flight on the H200: 313-317 cycles
+(kernels/microbench/load_window.cu, results/silicon/microbench/2026-12-01_h200_load_window.md)."""
+SHORT_LATENCY = 20.0
+"""What the issue model charges the copy's other variable-latency instructions (a constant-bank
+``LDC``, ``S2R``) before the scoreboard they set clears: an assumption, not measured -- there are
+a few per copy, none on the loads' path in the builds read."""
+READ_LATENCY = 10.0
+"""Cycles until an instruction's read scoreboard (its source registers read) clears: assumed."""
+NO_BARRIER = 7
+
+
+@dataclasses.dataclass(frozen=True)
+class Control:
+    """One instruction and the scheduling ptxas encoded in it (Volta and later: the top 23 bits
+    of the 128-bit word -- stall cycles, yield, write and read scoreboard, wait mask, reuse)."""
+
+    text: str
+    stall: int
+    write_barrier: int
+    read_barrier: int
+    wait_mask: int
+
+
+ENCODED = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;\s*/\*\s*0x[0-9a-f]{16}\s*\*/")
+HIGH_WORD = re.compile(r"^\s*/\*\s*(0x[0-9a-f]{16})\s*\*/\s*$")
+
+
+def control_stream(sass: str) -> list[Control]:
+    """Every instruction of the listing with its control bits; empty when the listing has no
+    encodings (``cuobjdump -sass`` prints each instruction's low word beside it and the high
+    word on the next line)."""
+    lines = sass.splitlines()
+    out = []
+    for i, line in enumerate(lines[:-1]):
+        m = ENCODED.search(line)
+        high = HIGH_WORD.match(lines[i + 1]) if m else None
+        if high:
+            c = int(high.group(1), 16) >> 41
+            out.append(Control(m.group(1), c & 0xF, (c >> 5) & 7, (c >> 8) & 7, (c >> 11) & 0x3F))
+    return out
+
+
+def copy_controls(stream: list[Control]) -> list[Control]:
+    """The copy's instructions, everything between: from the first ``LDG`` to the fence or
+    barrier after its first shared store (as :func:`copy_ops`)."""
+    start = next((i for i, c in enumerate(stream) if LOAD.search(c.text)), None)
+    if start is None:
+        return []
+    stored = False
+    for end in range(start, len(stream)):
+        if STORE.search(stream[end].text):
+            stored = True
+        elif stored and END.search(stream[end].text):
+            return stream[start:end + 1]
+    return stream[start:]
+
+
+def scoreboard_time(stream: list[Control], latency: float) -> float:
+    """Cycles the copy takes issued as ptxas scheduled it: each instruction ``stall`` cycles
+    (at least one) after the one before, later if its wait mask names a scoreboard still set; a
+    load's write scoreboard clears ``latency`` cycles after it issues.  Not over before the last
+    load has returned."""
+    t = 0.0
+    clears = [0.0] * 6
+    for c in stream:
+        for b in range(6):
+            if c.wait_mask >> b & 1:
+                t = max(t, clears[b])
+        if c.write_barrier != NO_BARRIER:
+            done = t + (latency if LOAD.search(c.text) else SHORT_LATENCY)
+            clears[c.write_barrier] = max(clears[c.write_barrier], done)
+        if c.read_barrier != NO_BARRIER:
+            clears[c.read_barrier] = max(clears[c.read_barrier], t + READ_LATENCY)
+        t += max(1, c.stall)
+    return max(t, *clears)
 
 
 def max_in_flight(ops: list[tuple[str, str, int]]) -> int:
@@ -204,25 +302,51 @@ def registers(cubin: Path, tool: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def analyse(cubin: Path, latency: float = 425.0, tool: str | None = None) -> CopyStream:
-    """The copy stream of the first kernel in ``cubin``."""
+FATBIN_MAGIC = b"\x50\xed\x55\xba"
+"""First word of a CUDA fat binary (kernels.toolchain.compiler checks exports for it too)."""
+
+
+def device_code(path: Path, out_dir: Path) -> Path:
+    """``path`` itself when it is a cubin or fat binary, else (a library TVM exported, which
+    keeps its fat binary as data cuobjdump does not look into) the first fat binary embedded
+    in it, written to ``out_dir``."""
+    data = Path(path).read_bytes()
+    at = data.find(FATBIN_MAGIC)
+    if data[:4] != b"\x7fELF" or at < 0 or Path(path).suffix in (".cubin", ".fatbin"):
+        return Path(path)
+    header, size = struct.unpack_from("<HQ", data, at + 6)  # magic, version (2), header size, fat size
+    fatbin = Path(out_dir) / (Path(path).stem + ".fatbin")
+    fatbin.write_bytes(data[at:at + header + size])
+    return fatbin
+
+
+def analyse(cubin: Path, latency: float = UNLOADED_LATENCY, tool: str | None = None) -> CopyStream:
+    """The copy stream of the first kernel in ``cubin`` (a cubin, a fat binary or a library TVM
+    exported)."""
     tool = tool or find_cuobjdump()
     if tool is None:
         raise FileNotFoundError("no cuobjdump: install the CUDA toolkit or `pip install triton` (it ships one)")
-    sass = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        code = device_code(Path(cubin), Path(tmp))
+        sass = subprocess.run([tool, "-sass", str(code)], capture_output=True, text=True, check=True).stdout
+        regs = registers(code, tool)
     ops = copy_ops(sass)
     loads = [op for op in ops if op[0] == "L"]
     if not loads:
         why = " (it copies with cp.async, LDGSTS: an asynchronous copy, not a thread copy)" if "LDGSTS" in sass else ""
         raise ValueError(f"{cubin}: no global load stored to shared memory: no thread copy to read{why}")
+    controls = copy_controls(control_stream(sass))
+    cycles = scoreboard_time(controls, latency) if controls else issue_time(ops, latency)
     return CopyStream(loads=len(loads), load_bytes=loads[0][2], max_in_flight=max_in_flight(ops),
-                      rounds=issue_time(ops, latency) / latency, latency=latency, regs_per_thread=registers(cubin, tool))
+                      rounds=cycles / latency, latency=latency, regs_per_thread=regs, cycles=cycles,
+                      scoreboards=bool(controls))
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m kernels.toolchain.sass", description=__doc__.split("\n\n")[0])
-    ap.add_argument("cubin", type=Path, nargs="+")
-    ap.add_argument("--latency", type=float, default=425.0, help="load latency of the issue model, cycles (h200: 425)")
+    ap.add_argument("cubin", type=Path, nargs="+", help="a cubin, fat binary, or kernel library TVM exported (.so)")
+    ap.add_argument("--latency", type=float, default=UNLOADED_LATENCY,
+                    help=f"load latency of the issue model, cycles (default {UNLOADED_LATENCY:g}: the H200's unloaded L2 hit)")
     ap.add_argument("--json", action="store_true", help="one JSON object per cubin")
     args = ap.parse_args(argv)
     tool = find_cuobjdump()
@@ -241,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"cubin": str(path), **dataclasses.asdict(s), "in_flight": s.in_flight}))
         else:
             print(f"{path}: {s.loads} loads of {s.load_bytes} B per lane, at most {s.max_in_flight} in flight, "
-                  f"{s.rounds:.1f} rounds at {s.latency:.0f} cycles (in_flight ~{s.in_flight:.1f}), "
+                  f"{s.rounds:.1f} rounds at {s.latency:.0f} cycles = {s.cycles:,.0f} cycles "
+                  f"({'ptxas scoreboards' if s.scoreboards else 'no encodings: own-load waits'}; in_flight ~{s.in_flight:.1f}), "
                   f"{s.regs_per_thread} registers per thread")
     return status
 

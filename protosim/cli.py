@@ -309,6 +309,10 @@ def _parser() -> argparse.ArgumentParser:
     cr.add_argument("--plan", type=Path, help="a plan file: also list its configs that have no record")
     cr.add_argument("--json", type=Path, help="also write the full report as JSON to this file")
     cr.add_argument("--rows", type=_positive("--rows", 0), default=None, help="print at most this many table rows (default all)")
+    cr.add_argument("--copy-streams", type=Path, metavar="FILE",
+                    help="JSON lines of kernel key and copy_stream (what the built kernel's SASS says of its thread copy): "
+                         "records without their own are predicted from it; e.g. "
+                         "results/silicon/microbench/2026-12-03_tvm_thread_copy_sass.jsonl")
     for sp in (cp, cr):
         sp.add_argument("--schedules", choices=("kernel", "builder"), default="kernel",
                         help="predict from the schedule the TIRx frontend reads from the kernel the GPU runs (kernel, the "
@@ -561,6 +565,8 @@ def _cmd_crosscheck(args) -> int:
         return OK
     try:
         records = cc.read_records(args.records, max_ops=args.max_ops)
+        if args.copy_streams:
+            cc.attach_copy_streams(records, args.copy_streams)
     except cc.RecordError as e:
         raise UsageError(str(e)) from None
     if args.json:  # after the inputs: a bad input is named first, as every command does

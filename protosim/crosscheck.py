@@ -88,9 +88,15 @@ def kernel_only_ms(record: dict[str, Any]) -> float | None:
 def case_of(record: dict[str, Any]) -> Case:
     """The case a launch record ran: its step and config with its delays and L2 state
     applied.  ``kernels.runner.gemm`` has always written the inputs just before the launch, so a
-    record says ``flushed`` only when the run evicted them (``--l2 flush``)."""
+    record says ``flushed`` only when the run evicted them (``--l2 flush``).  Where the build read
+    the kernel's thread copy off its SASS (``copy_stream``, kernels.toolchain.build), the case's
+    copy is that kernel's (:attr:`Case.copy_cycles`)."""
     l2 = "cold" if record.get("l2_at_launch") == "flushed" else "inputs"
-    return Case(SIM_STEP_OF_KERNEL.get(record["step"], record["step"]), GemmConfig.from_dict({**record["config"], **record.get("delays", {}), "l2_at_launch": l2}))
+    stream = record.get("copy_stream")
+    cycles = stream.get("cycles") if isinstance(stream, dict) else None
+    return Case(SIM_STEP_OF_KERNEL.get(record["step"], record["step"]),
+                GemmConfig.from_dict({**record["config"], **record.get("delays", {}), "l2_at_launch": l2}),
+                float(cycles) if isinstance(cycles, (int, float)) and cycles > 0 else None)
 
 
 def observe(record: dict[str, Any]) -> Observed:
@@ -176,7 +182,7 @@ def schedule_of(case: Case, source: str = "builder"):
         raise ValueError(f"source = {source!r}; use one of {', '.join(SOURCES)}")
     from kernels.tirx.extracted import extract_schedule  # needs apache-tvm and the repository's kernels/
 
-    return extract_schedule(case.step, case.config)
+    return case.with_compiled_copy(extract_schedule(case.step, case.config))
 
 
 def predict(case: Case, runs: int = 8, seed: int = 0, max_stall: int = 2000, until=None,
@@ -355,6 +361,38 @@ def read_records(paths: list[Path], max_ops: int = RECORD_MAX_OPS) -> list[dict[
                 _check_record(r, where, limit, built)
             records.append(r)
     return records
+
+
+def attach_copy_streams(records: list[dict[str, Any]], path: Path) -> int:
+    """Give each record that lacks one the ``copy_stream`` that ``path`` (JSON lines of ``key`` and
+    ``copy_stream``: results/silicon/microbench/2026-12-03_tvm_thread_copy_sass.jsonl, read off the
+    kernels as built) lists for its kernel key; returns how many got one.  Records written before
+    the build recorded the SASS (kernels.toolchain.build) are predicted from their kernel's own
+    copy this way."""
+    streams: dict[str, dict[str, Any]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError(f"{path}: cannot read it ({e})") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key, stream = row["key"], row["copy_stream"]
+            if not isinstance(key, str) or not (stream is None or float(stream["cycles"]) > 0):
+                raise ValueError("key must be a string and copy_stream.cycles a positive number")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            raise RecordError(f"{path}:{n}: not a row of key and copy_stream ({type(e).__name__}: {e}); "
+                              "give a file like results/silicon/microbench/2026-12-03_tvm_thread_copy_sass.jsonl") from None
+        if stream:
+            streams[key] = stream
+    attached = 0
+    for r in records:
+        if "copy_stream" not in r and r.get("key") in streams:
+            r["copy_stream"] = streams[r["key"]]
+            attached += 1
+    return attached
 
 
 def _check_record(r: dict[str, Any], where: str, max_ops: int, built: set[str]) -> None:

@@ -293,8 +293,9 @@ class ThreadCopy(Op):
     load_bytes: int = 16
     """Bytes one lane loads per instruction: 16 for a 128-bit vector load, 2 for the
     element-wise fp16 copy TVM lowers ``Tx.cta.copy`` to (``ld.global.nc.u16``)."""
-    in_flight: int = 0
-    """Loads a lane keeps outstanding (its memory-level parallelism); 0 = all of them."""
+    in_flight: float = 0
+    """Loads a lane keeps outstanding on average (its memory-level parallelism: the stream's
+    loads over the rounds of load latency its compiled code waits); 0 = all of them."""
 
     @property
     def loads_per_lane(self) -> float:
@@ -1128,6 +1129,8 @@ def _op_from_json(d: dict[str, Any], where: str) -> Op:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ScheduleError(f"{where}: {name} = {value!r}: must be a number")
+            if name in NONNEGATIVE and value < 0:
+                raise ScheduleError(f"{where}: {name} = {value}: must be >= 0")
         elif t == "bool":
             if not isinstance(value, bool):
                 raise ScheduleError(f"{where}: {name} = {value!r}: must be true or false")

@@ -8,12 +8,17 @@ v2/v3 kernels (ptxas 13.0; results/silicon/microbench/2026-12-01_thread_copy_sas
 * an element-wise copy (2-byte ``LDG.E.U16`` per element, the Hopper port's swizzled copy) is
   unrolled whole and its loads hoisted above the stores in a rolling window: the stream of a
   k-tile takes 7.1-10.1 load latencies over nine builds with 72-128 loads per lane, median 8.1
-  -- :data:`ELEMENTWISE_ROUNDS`, whatever the number of loads;
+  -- :data:`ELEMENTWISE_ROUNDS`, whatever the number of loads.  (Those nine were ``nvcc -O3``
+  builds of the generated source; the kernels TVM builds, with its own ptxas options, take
+  6.6-7.7 over 87 builds, median 7.25, and one shape 13.2: results/silicon/microbench/
+  2026-12-03_tvm_thread_copy_sass.md.  Where the compiled kernel is known, its own stream is
+  used instead: :func:`with_compiled_copy`;)
 * a vectorized copy (16-byte ``LDG.E.128``, the seed's Blackwell copy) issues all of its 16
   loads per lane before the first store: one round.
 
 Both frontends and the builders state ``in_flight`` through :func:`with_copy_streams`, so the
-rule lives here once.  Loads of 4 or 8 bytes were not observed; they take the element-wise rule.
+rule lives here once; ``crosscheck`` replaces it by the kernel's own (:func:`with_compiled_copy`,
+``Case.copy_cycles``).  Loads of 4 or 8 bytes were not observed; they take the element-wise rule.
 ``python -m kernels.toolchain.sass`` measures a compiled kernel's own numbers.
 
 A wgmma's descriptors (:attr:`protosim.ir.Wgmma.descriptors`) are where ptxas builds them: in
@@ -40,7 +45,9 @@ import dataclasses
 from protosim.ir import Op, ThreadCopy, Wgmma
 
 ELEMENTWISE_ROUNDS = 8
-"""Load latencies one k-tile's element-wise copy stream waits (SASS of nine builds: 7.1-10.1)."""
+"""Load latencies one k-tile's element-wise copy stream waits, for a schedule whose compiled
+kernel is not known (SASS of nine ``nvcc -O3`` builds: 7.1-10.1; of the 87 kernels TVM built for
+the records, median 7.25 -- not changed yet)."""
 VECTOR_BYTES = 16
 """Loads this wide (128-bit) were all issued before the first store in every build read."""
 
@@ -78,26 +85,46 @@ def copy_in_flight(loads: int, load_bytes: int) -> int:
     return max(1, -(-loads // ELEMENTWISE_ROUNDS))
 
 
+def _copy_runs(ops: list[Op]):
+    """(start, end, loads per lane) of each run of back-to-back thread copies of one load width
+    in ``ops``: one stream (the A and B tiles of a k-iteration, say)."""
+    i = 0
+    while i < len(ops):
+        op = ops[i]
+        if not isinstance(op, ThreadCopy):
+            i += 1
+            continue
+        j = i
+        while j < len(ops) and isinstance(ops[j], ThreadCopy) and ops[j].load_bytes == op.load_bytes:
+            j += 1
+        yield i, j, sum(c.loads_per_lane for c in ops[i:j])
+        i = j
+
+
 def with_copy_streams(ops: tuple[Op, ...]) -> tuple[Op, ...]:
     """``ops`` with each run of back-to-back thread copies of one load width (one stream: the
     A and B tiles of a k-iteration, say) given the ``in_flight`` of the whole run.  A copy
     that already states ``in_flight`` is left as it is."""
     out = list(ops)
-    i = 0
-    while i < len(out):
-        op = out[i]
-        if not isinstance(op, ThreadCopy):
-            i += 1
-            continue
-        j = i
-        while j < len(out) and isinstance(out[j], ThreadCopy) and out[j].load_bytes == op.load_bytes:
-            j += 1
-        loads = sum(int(c.loads_per_lane) for c in out[i:j])
-        window = copy_in_flight(loads, op.load_bytes)
+    for i, j, _ in _copy_runs(out):
+        window = copy_in_flight(sum(int(c.loads_per_lane) for c in out[i:j]), out[i].load_bytes)
         for n in range(i, j):
             if not out[n].in_flight:
                 out[n] = dataclasses.replace(out[n], in_flight=window)
-        i = j
+    return tuple(out)
+
+
+def with_compiled_copy(ops: tuple[Op, ...], rounds: float) -> tuple[Op, ...]:
+    """``ops`` with each copy stream waiting ``rounds`` load latencies, whatever it stated: what a
+    compiled kernel's SASS says of its own copy (``kernels.toolchain.sass``: the issue model's
+    cycles over the profile's ``global_load_l2_cycles``), where the builder's rule
+    (:data:`ELEMENTWISE_ROUNDS`) is a typical build's."""
+    if rounds <= 0:
+        raise ValueError(f"rounds = {rounds}: a copy waits at least one load latency; give a positive number")
+    out = list(ops)
+    for i, j, loads in _copy_runs(out):
+        for n in range(i, j):
+            out[n] = dataclasses.replace(out[n], in_flight=loads / max(1.0, rounds))
     return tuple(out)
 
 

@@ -26,7 +26,7 @@ Needs ``hypothesis`` (``pip install 'protosim[test]'``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 try:
@@ -63,16 +63,33 @@ class Case:
 
     step: str
     config: GemmConfig
+    copy_cycles: float | None = None
+    """What the kernel that ran says of its thread copy: the cycles one k-tile's copy stream takes
+    in the issue model of its SASS at the unloaded load latency (``kernels.toolchain.sass``,
+    recorded by the build).  None: the builder's rule for a typical build."""
 
     @property
     def builder(self) -> str:
         return f"hgemm_{self.step}"
 
     def build(self):
-        """The simulator's schedule for this case."""
+        """The simulator's schedule for this case (its copies as the compiled kernel's, where
+        :attr:`copy_cycles` says)."""
         from protosim.builders import BUILDERS
 
-        return BUILDERS[self.builder](self.config)
+        return self.with_compiled_copy(BUILDERS[self.builder](self.config))
+
+    def with_compiled_copy(self, schedule):
+        """``schedule`` with every thread-copy stream waiting the rounds :attr:`copy_cycles` gives
+        at the profile's ``global_load_l2_cycles``; unchanged without it."""
+        if not self.copy_cycles:
+            return schedule
+        from protosim.arch import load_profile
+        from protosim.ptxas import with_compiled_copy
+
+        rounds = self.copy_cycles / load_profile(schedule.arch).global_load_l2_cycles
+        return replace(schedule, ctas=tuple(replace(c, roles=tuple(with_compiled_copy(ops, rounds) for ops in c.roles))
+                                            for c in schedule.ctas))
 
     @property
     def delayed(self) -> bool:
@@ -90,11 +107,14 @@ class Case:
             (" L2 cold" if c.l2_at_launch == "cold" else "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "config": self.config.to_dict()}
+        d = {"step": self.step, "config": self.config.to_dict()}
+        if self.copy_cycles:
+            d["copy_cycles"] = self.copy_cycles
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Case:
-        return cls(d["step"], GemmConfig.from_dict(d["config"]))
+        return cls(d["step"], GemmConfig.from_dict(d["config"]), d.get("copy_cycles"))
 
 
 def scenario_toml(case: Case, name: str | None = None) -> str:

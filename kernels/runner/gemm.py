@@ -231,6 +231,8 @@ def child_main(bundle: Path, tasks: list[list[int]], out: Path, timeout_cycles: 
                     "kind": job["kind"], "name": job["name"], "key": job["key"], "step": job["spec"]["step"],
                     "config": job["spec"]["config"], "knobs": _knobs(job["spec"]["config"]), "delays": job["delays"],
                     "grid_ctas": grid_ctas(job["spec"]["step"], _cfg(job["spec"]["config"])), **rec}
+            if job.get("copy_stream"):  # what the build read off this kernel's SASS (kernels.toolchain.build)
+                full["copy_stream"] = job["copy_stream"]
             f.write(json.dumps(full) + "\n")
             f.flush()
             if rec["outcome"] == "fault" or "error" in rec.get("kernel_ms", {}):

@@ -6,7 +6,8 @@ compiles every distinct kernel of the plan for sm_90a (cached by content hash
 under ``--cache``), and writes into ``--bundle``:
 
 * ``kernels/<key>.so`` -- one per kernel, each checked to hold a CUDA fat binary;
-* ``manifest.json``     -- the plan's jobs with the file each one loads;
+* ``manifest.json``     -- the plan's jobs with the file each one loads (and, for the thread-copy
+  steps, what the kernel's SASS says of its copy: ``copy_stream``, where ``cuobjdump`` is here);
 * ``tvm/``              -- the installed tvm package trimmed to its runtime (no
   ``libtvm_compiler.so``, sources, headers, relax, topi: ~12 MB instead of ~300);
 * ``wheels/``           -- the ``apache-tvm-ffi`` wheel for CPython 3.12, the GPU
@@ -131,6 +132,24 @@ def ffi_wheel(dest: Path) -> Path:
     return found[0]
 
 
+THREAD_COPY_STEPS = ("v2", "v3")
+"""The Hopper steps whose k-loop copies A and B with the threads (kernels/tirx/hopper.py)."""
+
+
+def copy_stream(so: Path) -> dict | None:
+    """What the built kernel's SASS says of its thread copy (``kernels.toolchain.sass``): the
+    record carries it, and ``protosim crosscheck`` predicts the copy from it
+    (``Case.copy_cycles``).  None where no ``cuobjdump`` is here to read it."""
+    from .sass import analyse, find_cuobjdump
+
+    tool = find_cuobjdump()
+    if tool is None:
+        return None
+    s = analyse(so, tool=tool)
+    return {"loads": s.loads, "load_bytes": s.load_bytes, "max_in_flight": s.max_in_flight, "cycles": round(s.cycles, 1),
+            "latency": s.latency, "scoreboards": s.scoreboards, "regs_per_thread": s.regs_per_thread}
+
+
 def write_bundle(jobs: list[Job], paths: dict[str, Path], bundle: Path, log=print) -> None:
     (bundle / "kernels").mkdir(parents=True, exist_ok=True)
     for old in (bundle / "kernels").glob("*.so"):
@@ -140,7 +159,11 @@ def write_bundle(jobs: list[Job], paths: dict[str, Path], bundle: Path, log=prin
         so = bundle / "kernels" / f"{job.spec.key}.so"
         if not so.exists():
             shutil.copy2(paths[job.spec.key], so)
-        manifest.append({**job.to_dict(), "name": job.spec.name, "key": job.spec.key, "so": f"kernels/{so.name}"})
+        entry = {**job.to_dict(), "name": job.spec.name, "key": job.spec.key, "so": f"kernels/{so.name}"}
+        stream = copy_stream(so) if job.spec.step in THREAD_COPY_STEPS else None
+        if stream:
+            entry["copy_stream"] = stream
+        manifest.append(entry)
     (bundle / "manifest.json").write_text(json.dumps(manifest, indent=1))
     size = trim_tvm(bundle / "tvm")
     wheel = ffi_wheel(bundle / "wheels")

@@ -25,6 +25,12 @@ a variant whose copy differs.  Built on the CPU machine (needs apache-tvm and nv
 
 writes ``v3_lines.cu`` and ``v3_lines_s<SPREAD>_t<STAGGER>.sm_90a.cubin`` for :data:`VARIANTS`;
 kernels/runner/v3_lines.py runs them.
+
+**Not the kernel the runner runs.**  These cubins come from a plain ``nvcc -O3``; TVM builds the
+same source with its own ptxas options (``tvm.support.nvcc``), and for this shape ptxas then keeps
+7 loads out instead of 11 -- which is what made the kernel slow
+(results/silicon/microbench/2026-12-03_h200_v3_lines.md, 2026-12-03_tvm_thread_copy_sass.md).
+Kept as run.
 """
 
 from __future__ import annotations
@@ -87,15 +93,9 @@ def build(out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kernels.toolchain.compiler import ensure_stub_on_path
+    from kernels.toolchain.compiler import out_dir_main
 
-    ensure_stub_on_path()
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(__doc__.split("\n\n")[0] + "\nusage: python -m kernels.microbench.v3_lines OUT_DIR", file=sys.stderr)
-        return 2
-    build(Path(args[0]))
-    return 0
+    return out_dir_main("kernels.microbench.v3_lines", __doc__, build, argv)
 
 
 if __name__ == "__main__":

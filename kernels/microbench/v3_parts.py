@@ -73,15 +73,9 @@ def build(out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kernels.toolchain.compiler import ensure_stub_on_path
+    from kernels.toolchain.compiler import out_dir_main
 
-    ensure_stub_on_path()
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(__doc__.split("\n\n")[0] + "\nusage: python -m kernels.microbench.v3_parts OUT_DIR", file=sys.stderr)
-        return 2
-    build(Path(args[0]))
-    return 0
+    return out_dir_main("kernels.microbench.v3_parts", __doc__, build, argv)
 
 
 if __name__ == "__main__":

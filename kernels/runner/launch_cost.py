@@ -170,6 +170,15 @@ def cubin_bench_exit(*args, **kwargs) -> int:
     return 0 if run_cubin_bench(*args, **kwargs) is not None else 2
 
 
+def folder_bench_exit(kind: str, doc: str, argv: list[str] | None, measure_folder, reps: int, out_help: str) -> int:
+    """:func:`cubin_bench_exit` for a benchmark of several cubins in one folder: ``--cubin`` names
+    any one of them, and ``measure_folder(torch, folder, reps)`` reads the others from beside it."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cubin_arg = argv[argv.index("--cubin") + 1] if "--cubin" in argv and argv.index("--cubin") + 1 < len(argv) else None
+    folder = Path(cubin_arg).parent if cubin_arg else Path(".")
+    return cubin_bench_exit(kind, doc, argv, lambda torch, cubin, n: measure_folder(torch, folder, n), reps, out_help)
+
+
 def main(argv: list[str] | None = None) -> int:
     waves, argv = take_flag(argv, "--waves")
     if waves:

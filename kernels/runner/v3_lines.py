@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from . import timing as T
-from .launch_cost import Driver, cubin_bench_exit
+from .launch_cost import Driver, folder_bench_exit
 
 M, N, K, BLK_N = 128, 128, 2048, 16  # kernels/microbench/v3_lines.py SHAPE
 VARIANTS = (("original", 1, 0), ("s1_t0", 1, 0), ("s1_t1800", 1, 1800), ("s2_t0", 2, 0), ("s4_t0", 4, 0), ("s66_t0", 66, 0))
@@ -71,13 +71,7 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    def run(torch, cubin: bytes, reps: int) -> list[dict]:
-        return measure(torch, folder, reps)
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    cubin_arg = argv[argv.index("--cubin") + 1] if "--cubin" in argv else None
-    folder = Path(cubin_arg).parent if cubin_arg else Path(".")
-    return cubin_bench_exit("v3_lines", __doc__, argv, run, 10, "JSON lines, one per (variant, working CTAs)")
+    return folder_bench_exit("v3_lines", __doc__, argv, measure, 10, "JSON lines, one per (variant, working CTAs)")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from . import timing as T
-from .launch_cost import Driver, cubin_bench_exit
+from .launch_cost import Driver, folder_bench_exit
 from .tma_stream import SM_COUNT
 
 CONFIGS = ((1024, 1024, 4096, 64), (2048, 2048, 4096, 64), (1024, 2048, 4096, 128), (2048, 2048, 4096, 128))
@@ -75,13 +75,7 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    def run(torch, cubin: bytes, reps: int) -> list[dict]:
-        return measure(torch, folder, reps)
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    cubin_arg = argv[argv.index("--cubin") + 1] if "--cubin" in argv else None
-    folder = Path(cubin_arg).parent if cubin_arg else Path(".")
-    return cubin_bench_exit("v3_parts", __doc__, argv, run, 5, "JSON lines, one per (config, parts)")
+    return folder_bench_exit("v3_parts", __doc__, argv, measure, 5, "JSON lines, one per (config, parts)")
 
 
 if __name__ == "__main__":

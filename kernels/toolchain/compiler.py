@@ -101,6 +101,19 @@ def _import_tvm():
     return tvm
 
 
+def out_dir_main(module: str, doc: str, build, argv: list[str] | None = None) -> int:
+    """The command line of a microbenchmark that builds kernels from generated source:
+    ``python -m MODULE OUT_DIR`` runs ``build(Path(OUT_DIR))`` with the stub on the loader path
+    (:func:`ensure_stub_on_path`); 2 and a usage line for anything else."""
+    ensure_stub_on_path()
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(doc.split("\n\n")[0] + f"\nusage: python -m {module} OUT_DIR", file=sys.stderr)
+        return 2
+    build(Path(args[0]))
+    return 0
+
+
 def compile_primfunc(func, arch: str, name: str = "kernel"):
     """``tvm.compile`` for ``arch``; returns the runtime module (refuses source-only)."""
     if arch not in ARCHES:

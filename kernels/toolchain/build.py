@@ -164,6 +164,11 @@ def write_bundle(jobs: list[Job], paths: dict[str, Path], bundle: Path, log=prin
         if stream:
             entry["copy_stream"] = stream
         manifest.append(entry)
+    unread = [e["name"] for e in manifest if e["spec"]["step"] in THREAD_COPY_STEPS and "copy_stream" not in e]
+    if unread:
+        log(f"note: no cuobjdump here, so the thread copies of {len(unread)} kernel(s) ({unread[0]}, ...) are not read off "
+            "their SASS: crosscheck will predict them by the builders' rule (install the CUDA toolkit's cuobjdump, or "
+            "pip install triton, which ships one)")
     (bundle / "manifest.json").write_text(json.dumps(manifest, indent=1))
     size = trim_tvm(bundle / "tvm")
     wheel = ffi_wheel(bundle / "wheels")

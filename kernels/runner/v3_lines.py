@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import timing as T
 from .launch_cost import Driver, folder_bench_exit
+from .v3_parts import CLOCK_GHZ, DIAG_WORDS, LAUNCH_US
 
 M, N, K, BLK_N = 128, 128, 2048, 16  # kernels/microbench/v3_lines.py SHAPE
 VARIANTS = (("original", 1, 0), ("s1_t0", 1, 0), ("s1_t1800", 1, 1800), ("s2_t0", 2, 0), ("s4_t0", 4, 0), ("s66_t0", 66, 0))
@@ -31,9 +32,6 @@ WORKING = (1, 2, 8)
 SMEM = 19_456
 """Dynamic shared memory per CTA: ``protosim.engine.machine.smem_bytes`` of the v3 builder at
 BLK_N 16 (barriers, then A and B)."""
-DIAG_WORDS = 16  # kernels/spec.py
-CLOCK_GHZ = 1.98
-LAUNCH_US = 3.0  # protosim/arch/h200.toml launch_fixed_us
 
 
 def measure(torch, folder: Path, reps: int) -> list[dict]:

@@ -44,6 +44,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .compiler import FATBIN_MAGIC
+
 LOAD = re.compile(r"\bLDG(?:\.[A-Z0-9]+)*\s+(R\d+),")
 STORE = re.compile(r"\bSTS(?:\.[A-Z0-9]+)*\s+\[[^\]]*\],\s*(R\d+)")
 END = re.compile(r"\b(?:MEMBAR|BAR\.SYNC|BAR\.ARV)\b")
@@ -300,10 +302,6 @@ def registers(cubin: Path, tool: str) -> int:
     text = subprocess.run([tool, "-res-usage", str(cubin)], capture_output=True, text=True, check=True).stdout
     m = re.search(r"REG:(\d+)", text)
     return int(m.group(1)) if m else 0
-
-
-FATBIN_MAGIC = b"\x50\xed\x55\xba"
-"""First word of a CUDA fat binary (kernels.toolchain.compiler checks exports for it too)."""
 
 
 def device_code(path: Path, out_dir: Path) -> Path:

@@ -77,6 +77,9 @@ class Observed:
     kernel_ms: float | None = None
     """Kernel-only median over repetitions (``kernels.runner.timing``); None in records
     written before the runner took it, or when it could not be taken."""
+    traced: bool = False
+    """The launch ran the traced build (a ``_trace`` job: every role writes timestamped rows),
+    another binary than the kernel: its outcome counts, its time does not (:meth:`CaseReport.measured_ms`)."""
 
 
 def kernel_only_ms(record: dict[str, Any]) -> float | None:
@@ -99,11 +102,17 @@ def case_of(record: dict[str, Any]) -> Case:
                 float(cycles) if isinstance(cycles, (int, float)) and cycles > 0 else None)
 
 
+def is_traced(record: dict[str, Any]) -> bool:
+    """Whether a launch record ran the traced build: ``kernels.runner.gemm`` names its job
+    ``..._trace`` and writes the trace's summary into the record."""
+    return "trace" in record or str(record.get("name", "")).endswith("_trace")
+
+
 def observe(record: dict[str, Any]) -> Observed:
     kind = SILICON_KIND[record["outcome"]]
     if kind == "wrong":
         return Observed(kind, tiles=tuple(sorted((m, n) for m, n in record["wrong_tiles"])), elapsed_ms=record.get("elapsed_ms"),
-                        kernel_ms=kernel_only_ms(record))
+                        kernel_ms=kernel_only_ms(record), traced=is_traced(record))
     if kind == "deadlock":
         t = record.get("timeout", {})
         if "barrier" not in t:  # the host killed a silent child: no kernel record of where
@@ -112,7 +121,7 @@ def observe(record: dict[str, Any]) -> Observed:
                         detail=f"first timeout: CTA {t['cta']} thread {t['thread']}")
     if kind == "fault":
         return Observed(kind, detail=str(record.get("fault", "")))
-    return Observed(kind, elapsed_ms=record.get("elapsed_ms"), kernel_ms=kernel_only_ms(record))
+    return Observed(kind, elapsed_ms=record.get("elapsed_ms"), kernel_ms=kernel_only_ms(record), traced=is_traced(record))
 
 
 @dataclass
@@ -283,16 +292,21 @@ class CaseReport:
         counts = Counter(_observed_label(o) for o, _ in self.launches)
         return ", ".join(f"{label} {n}/{len(self.launches)}" for label, n in counts.most_common())
 
+    def _timed(self) -> list[Observed]:
+        """The launches whose time is the kernel's: correct, and not the traced build (its
+        timestamp rows added 25-55% to the kernel-only time, results/silicon/timing/2026-12-01_bn_sweep.jsonl)."""
+        return [o for o, _ in self.launches if o.kind == "correct" and not o.traced]
+
     def measured_ms(self) -> float | None:
-        """Median over the correct launches: kernel-only where the records have it, else
+        """Median over the correct untraced launches: kernel-only where the records have it, else
         (older records) the call's time, host path included -- :meth:`measured_source` says which."""
-        correct = [o for o, _ in self.launches if o.kind == "correct"]
+        correct = self._timed()
         times = sorted(o.kernel_ms for o in correct if o.kernel_ms is not None) or \
             sorted(o.elapsed_ms for o in correct if o.elapsed_ms is not None)
         return times[len(times) // 2] if times else None
 
     def measured_source(self) -> str | None:
-        correct = [o for o, _ in self.launches if o.kind == "correct"]
+        correct = self._timed()
         if any(o.kernel_ms is not None for o in correct):
             return "kernel"
         return "call" if any(o.elapsed_ms is not None for o in correct) else None
@@ -301,7 +315,7 @@ class CaseReport:
         return {**self.prediction.to_json(), "agree": self.agree, "silicon": self.silicon(), "measured_ms": self.measured_ms(),
                 "measured": self.measured_source(),
                 "launches": [{"kind": o.kind, "tiles": [list(t) for t in o.tiles], "site": str(o.site) if o.site else None,
-                              "cta": o.cta, "detail": o.detail, "elapsed_ms": o.elapsed_ms, "kernel_ms": o.kernel_ms, "agree": a.agree, "reason": a.reason,
+                              "cta": o.cta, "detail": o.detail, "elapsed_ms": o.elapsed_ms, "kernel_ms": o.kernel_ms, "traced": o.traced, "agree": a.agree, "reason": a.reason,
                               "matches_nominal": a.exact}
                              for o, a in self.launches]}
 

@@ -172,6 +172,30 @@ def test_report_prefers_kernel_only_time_over_the_call(tmp_path):
     assert case["measured"] == "call" and case["measured_ms"] == 0.30
 
 
+def test_a_traced_launch_counts_for_agreement_not_for_time(tmp_path):
+    """The traced build writes timestamp rows from every role: another binary, slower by
+    a quarter to a half.  A config run both ways is one case; its time is the untraced
+    launches' alone, and a case with only traced launches has no measured time."""
+    kernel = lambda m: {"median": m, "min": m, "times": [m], "reps": 1}  # noqa: E731
+    trace = {"rows": 12, "events": 40}
+    both = _write(tmp_path, [_record("correct", name="v4_x", kernel_ms=kernel(0.050)),
+                             _record("correct", name="v4_x", kernel_ms=kernel(0.052)),
+                             _record("correct", name="v4_x_trace", trace=trace, kernel_ms=kernel(0.080)),
+                             _record("correct", name="v4_x_trace", trace=trace, kernel_ms=kernel(0.081))])
+    out = tmp_path / "t.json"
+    assert main(["crosscheck", "report", str(both), "--json", str(out)]) == 0
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["agree"] and len(case["launches"]) == 4
+    assert [launch["traced"] for launch in case["launches"]] == [False, False, True, True]
+    assert case["measured_ms"] == 0.052 and case["measured"] == "kernel"  # with the traced two it would be 0.080
+    # a record from a runner that names the job but wrote no summary (a fault before it) is traced too
+    assert observe(_record("correct", name="v4_x_trace")).traced and not observe(_record("correct", name="v4_x")).traced
+    only = _write(tmp_path, [_record("correct", name="v4_x_trace", trace=trace, elapsed_ms=0.2, kernel_ms=kernel(0.080))])
+    assert main(["crosscheck", "report", str(only), "--json", str(out)]) == 0
+    case = json.loads(out.read_text())["cases"][0]
+    assert case["agree"] and case["measured_ms"] is None and case["measured"] is None
+
+
 @pytest.mark.parametrize("content, message", [("{not json\n", "not a JSON line"), ('{"outcome": "correct"}\n', "r.jsonl:1: step None; use one of v2")])
 def test_report_cli_bad_input_is_one_line(tmp_path, capsys, content, message):
     path = tmp_path / "r.jsonl"

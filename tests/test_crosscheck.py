@@ -302,6 +302,21 @@ def test_config_timing_errors_mape_worst_and_speedups():
     assert config_timing([])["mape"] is None
 
 
+def test_speedups_pair_configs_of_one_l2_state_only():
+    """A step's speed-up is one problem under one condition: a v4 whose inputs start in DRAM
+    is not the baseline of a ws whose inputs sit in L2, however fast each is."""
+    from protosim.crosscheck import config_timing
+
+    def p(step, l2, sim, measured):
+        return {"label": f"{step} {l2}", "step": step, "shape": [512, 512, 1024], "l2": l2, "sim_us": sim, "measured_us": measured}
+
+    t = config_timing([p("v4", "cold", 20.0, 23.0), p("ws", "inputs", 15.0, 13.0), p("v5", "inputs", 16.0, 17.0)])
+    assert [(s["from"], s["to"], s["l2"]) for s in t["speedups"]] == [("v5 inputs", "ws inputs", "inputs")]
+    # with the cold v4 warm instead, it is the chain's start
+    t = config_timing([p("v4", "inputs", 20.0, 23.0), p("ws", "inputs", 15.0, 13.0), p("v5", "inputs", 16.0, 17.0)])
+    assert [(s["from"], s["to"]) for s in t["speedups"]] == [("v4 inputs", "v5 inputs"), ("v5 inputs", "ws inputs")]
+
+
 def test_report_timing_prints_per_config_errors(tmp_path, capsys):
     kernel = {"median": 0.02, "min": 0.02, "times": [0.02], "reps": 1}
     path = _write(tmp_path, [_record("correct", elapsed_ms=0.2, kernel_ms=kernel, delays={})])

@@ -33,24 +33,27 @@ k-iterations cycling over the row's 8 boxes; ``flushed`` -- K = 4096 (2 x 138 MB
 before each launch), every box read once: from DRAM.  (A first run used K = 4096 for both: its
 "inputs" read DRAM too.)"""
 CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6
+CU_TENSOR_MAP_SWIZZLE_NONE = 0
 CU_TENSOR_MAP_SWIZZLE_128B = 3
 
 
 class TensorMap:
     """A CUtensorMap (128 bytes, 64-byte aligned) encoded by the driver, as kernels/tirx/hopper.py
     encodes A_map: (K, rows) fp16, row stride K * 2 bytes, box 64 x 128, no interleave, 128B
-    swizzle, no L2 promotion, no OOB fill."""
+    swizzle, no L2 promotion, no OOB fill.  ``box_inner`` and ``swizzle`` give their D_map
+    (box BLK_N x 128, no swizzle)."""
 
-    def __init__(self, drv: Driver, ptr: int, k: int, rows: int, box_rows: int = 128):
+    def __init__(self, drv: Driver, ptr: int, k: int, rows: int, box_rows: int = 128, box_inner: int = 64,
+                 swizzle: int = CU_TENSOR_MAP_SWIZZLE_128B):
         self._raw = (ctypes.c_uint8 * 192)()
         base = (ctypes.addressof(self._raw) + 63) // 64 * 64
         self.value = (ctypes.c_uint64 * 16).from_address(base)
         dims = (ctypes.c_uint64 * 2)(k, rows)
         strides = (ctypes.c_uint64 * 1)(k * 2)
-        box = (ctypes.c_uint32 * 2)(64, box_rows)
+        box = (ctypes.c_uint32 * 2)(box_inner, box_rows)
         estr = (ctypes.c_uint32 * 2)(1, 1)
         drv.check(drv.lib.cuTensorMapEncodeTiled(ctypes.c_void_p(base), CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ctypes.c_void_p(ptr),
-                                                 dims, strides, box, estr, 0, CU_TENSOR_MAP_SWIZZLE_128B, 0, 0),
+                                                 dims, strides, box, estr, 0, swizzle, 0, 0),
                   "cuTensorMapEncodeTiled")
 
 

@@ -1,0 +1,123 @@
+"""The seed's Hopper v5 kernel with parts of its k-loop switched off at compile time (issue 16:
+v5's per-k-iteration gap).
+
+At one CTA the model gives v5 (two stages, 128 x BLK_N) 964 / 1,212 cycles a k-iteration at
+BLK_N 64 / 128 where the GPU takes 1,147 / 1,415 (results/silicon/timing/2026-12-01_bn_sweep.md);
+the MMA block itself is within ~20 cycles, so ~180-200 cycles lie between one MMA block's end
+and the next one's start.  v4, whose loop has the same waits and issues but no ring, is within
+~1%.  What v5 does there per k-iteration (kernels/tirx/hopper.py): thread 0 arrives on
+``mma_bar``, all 128 threads wait on it (thread 0 right after its own arrive), thread 0 issues
+the next stage's two TMA loads and its arrive.expect_tx, and every thread waits on the next
+stage's ``tma_bar`` -- each wait the runner's timeout-checked loop (clock64, a global atomic
+past a bound).
+
+This takes the CUDA source TVM generates for the kernel and adds a preprocessor constant
+``PARTS`` (one cubin each), nothing else:
+
+* bit 0 keeps the ``mma_bar`` round trip: thread 0's arrive, and everyone's wait on it (without
+  it the wait's first try is replaced by "done" and the arrive is gone; the next stage's loads
+  are then issued as soon as thread 0's own wgmma wait returns -- a race with the other warps'
+  reads of that stage, harmless to the timing, so the product of such a variant is reported,
+  not required);
+* bit 1 keeps the waits' timeout clock: without it ``clock64()`` reads 0, so no wait ever
+  times out and ptxas may drop the clock reads (the polls stay).
+
+``PARTS`` 3 is the kernel as built.  It is compiled with TVM's own nvcc command
+(``tvm.support.nvcc.compile_cuda``: ``--use_fast_math``, ptxas ``--register-usage-level=10``):
+the build checks that PARTS 3's SASS is the SASS of the library TVM exports for the same config
+(the lesson of results/silicon/microbench/2026-12-03_h200_v3_lines.md, whose plain ``nvcc -O3``
+cubins were not the kernel that runs).
+
+Built on the CPU machine (needs apache-tvm, nvcc and a cuobjdump):
+
+    python -m kernels.microbench.v5_parts OUT_DIR
+
+writes ``v5_parts_128x<N>x<K>_n<BN>.cu`` and ``..._p<PARTS>.sm_90a.cubin`` for :data:`CONFIGS`;
+kernels/runner/v5_parts.py runs them.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+CONFIGS = tuple((128, bn, k, bn) for bn in (64, 128) for k in (1024, 4096))
+"""(M, N, K, BLK_N): one CTA, two stages; the k-iteration is the slope from K 1024 to 4096."""
+PARTS = (3, 2, 1, 0)
+
+_ARRIVE = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_arrive_nocount_arrive_shared_b64\(.*\[2\]\)\)\)\);)$", re.M)
+_FIRST_TRY = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64\(ok_ptr\[0\], "
+                        r".*\[2\]\)\)\), \(\(uint\)\(phase_mma_ptr\[0\] \^ 0\)\)\);)\n(\s*if \(ok_ptr\[0\] == \(uint\)0\) \{\n\s*t0_ptr\[0\] = )", re.M)
+_CLOCK = re.compile(r"(tvm_builtin_clock64\(\) \{\n)(\s*return clock64\(\);\n)")
+
+
+def patch(source: str) -> str:
+    """The v5 source with ``PARTS``; refuses a source whose shape it does not know."""
+    for pattern, what in ((_ARRIVE, "the arrive on mma_bar"), (_FIRST_TRY, "the first try of the wait on mma_bar"),
+                          (_CLOCK, "tvm_builtin_clock64")):
+        if len(pattern.findall(source)) != 1:
+            raise ValueError(f"expected {what} once in the v5 source, found {len(pattern.findall(source))}")
+    source = _ARRIVE.sub(lambda m: f"#if PARTS & 1\n{m.group(1)}{m.group(2)}\n#endif", source)
+    source = _FIRST_TRY.sub(lambda m: f"#if PARTS & 1\n{m.group(1)}{m.group(2)}\n#else\n{m.group(1)}ok_ptr[0] = 1u;\n#endif\n{m.group(3)}",
+                            source)
+    return _CLOCK.sub(lambda m: f"{m.group(1)}#if PARTS & 2\n{m.group(2)}#else\n    return 0ull;\n#endif\n", source)
+
+
+def _sass_text(cubin: Path, tool: str) -> list[str]:
+    """The instructions of a cubin's kernel, addresses and encodings dropped."""
+    out = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    return [m.group(1).strip() for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", out)]
+
+
+def build(out: Path) -> list[Path]:
+    from kernels.toolchain import sass
+    from kernels.toolchain.compiler import compile_primfunc, cuda_source
+
+    from kernels.spec import KernelSpec
+    from kernels.tirx import hopper
+    from protosim.config import GemmConfig
+
+    import tvm
+    from tvm.support.nvcc import compile_cuda
+
+    tool = sass.find_cuobjdump()
+    if tool is None:
+        raise SystemExit("v5_parts: no cuobjdump (the CUDA toolkit's, or the triton wheel's bin on PATH): "
+                         "it is needed to check that PARTS 3 is the kernel TVM builds")
+    out.mkdir(parents=True, exist_ok=True)
+    cubins = []
+    for m, n, k, bn in CONFIGS:
+        name = f"v5_parts_{m}x{n}x{k}_n{bn}"
+        mod = compile_primfunc(hopper.build(KernelSpec("v5", GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2, arch="h200"), False)),
+                               "sm_90a")
+        lib = out / f"{name}.tvm.so"
+        mod.export_library(str(lib))
+        built = sass.device_code(lib, out)
+        cu = out / f"{name}.cu"
+        text = patch(cuda_source(mod))
+        cu.write_text(text)
+        for parts in PARTS:
+            cubin = out / f"{name}_p{parts}.sm_90a.cubin"
+            with tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}):
+                cubin.write_bytes(compile_cuda(f"#define PARTS {parts}\n" + text, target_format="cubin", arch="sm_90a",
+                                                    compiler="nvcc"))
+            cubins.append(cubin)
+            print(cubin)
+        mine, theirs = _sass_text(out / f"{name}_p3.sm_90a.cubin", tool), _sass_text(built, tool)
+        if mine != theirs:
+            raise SystemExit(f"v5_parts: {name} PARTS 3 compiles to other SASS than TVM's library "
+                             f"({len(mine)} against {len(theirs)} instructions): not the kernel that runs")
+        print(f"{name}: PARTS 3 SASS = TVM's ({len(mine)} instructions)")
+    return cubins
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kernels.toolchain.compiler import out_dir_main
+
+    return out_dir_main("kernels.microbench.v5_parts", __doc__, build, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

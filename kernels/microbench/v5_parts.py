@@ -32,24 +32,29 @@ Built on the CPU machine (needs apache-tvm, nvcc and a cuobjdump):
 
     python -m kernels.microbench.v5_parts OUT_DIR
 
-writes ``v5_parts_128x<N>x<K>_n<BN>.cu`` and ``..._p<PARTS>.sm_90a.cubin`` for :data:`CONFIGS`;
-kernels/runner/v5_parts.py runs them.
+writes ``<step>_parts_128x<N>x<K>_n<BN>.cu`` and ``..._p<PARTS>.sm_90a.cubin`` for :data:`CONFIGS`,
+and ``v5_parts.json`` (each kernel's config and dynamic shared memory); kernels/runner/v5_parts.py
+runs them.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-CONFIGS = tuple((128, bn, k, bn) for bn in (64, 128) for k in (1024, 4096))
-"""(M, N, K, BLK_N): one CTA, two stages; the k-iteration is the slope from K 1024 to 4096."""
+CONFIGS = tuple((step, 128, bn, k, bn) for step in ("v5", "v4") for bn in (64, 128) for k in (1024, 4096))
+"""(step, M, N, K, BLK_N): one CTA, PIPE_DEPTH 2; the k-iteration is the slope from K 1024 to
+4096.  v4 (one stage: the load of k-iteration k + 1 issued after the round trip, then waited
+for) has the same mma_bar round trip and the same waits, and its model is within ~1%: the
+control for whether what v5 shows is v5's."""
 PARTS = (3, 2, 1, 0)
 
-_ARRIVE = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_arrive_nocount_arrive_shared_b64\(.*\[2\]\)\)\)\);)$", re.M)
+_ARRIVE = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_arrive_nocount_arrive_shared_b64\(tvm_builtin_cuda_cvta.*\[\d+\]\)\)\)\);)$", re.M)
 _FIRST_TRY = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64\(ok_ptr\[0\], "
-                        r".*\[2\]\)\)\), \(\(uint\)\(phase_mma_ptr\[0\] \^ 0\)\)\);)\n(\s*if \(ok_ptr\[0\] == \(uint\)0\) \{\n\s*t0_ptr\[0\] = )", re.M)
+                        r".*\[\d+\]\)\)\), \(\(uint\)\(phase_mma_ptr\[0\] \^ 0\)\)\);)\n(\s*if \(ok_ptr\[0\] == \(uint\)0\) \{\n\s*t0_ptr\[0\] = )", re.M)
 _CLOCK = re.compile(r"(tvm_builtin_clock64\(\) \{\n)(\s*return clock64\(\);\n)")
 
 
@@ -77,7 +82,9 @@ def build(out: Path) -> list[Path]:
 
     from kernels.spec import KernelSpec
     from kernels.tirx import hopper
+    from protosim.builders import BUILDERS
     from protosim.config import GemmConfig
+    from protosim.engine.machine import smem_bytes
 
     import tvm
     from tvm.support.nvcc import compile_cuda
@@ -87,11 +94,13 @@ def build(out: Path) -> list[Path]:
         raise SystemExit("v5_parts: no cuobjdump (the CUDA toolkit's, or the triton wheel's bin on PATH): "
                          "it is needed to check that PARTS 3 is the kernel TVM builds")
     out.mkdir(parents=True, exist_ok=True)
-    cubins = []
-    for m, n, k, bn in CONFIGS:
-        name = f"v5_parts_{m}x{n}x{k}_n{bn}"
-        mod = compile_primfunc(hopper.build(KernelSpec("v5", GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2, arch="h200"), False)),
-                               "sm_90a")
+    cubins, manifest = [], {}
+    for step, m, n, k, bn in CONFIGS:
+        name = f"{step}_parts_{m}x{n}x{k}_n{bn}"
+        cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2, arch="h200")
+        manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn,
+                          "smem": smem_bytes(BUILDERS[f"hgemm_{step}"](cfg))}
+        mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
         lib = out / f"{name}.tvm.so"
         mod.export_library(str(lib))
         built = sass.device_code(lib, out)
@@ -110,6 +119,7 @@ def build(out: Path) -> list[Path]:
             raise SystemExit(f"v5_parts: {name} PARTS 3 compiles to other SASS than TVM's library "
                              f"({len(mine)} against {len(theirs)} instructions): not the kernel that runs")
         print(f"{name}: PARTS 3 SASS = TVM's ({len(mine)} instructions)")
+    (out / "v5_parts.json").write_text(json.dumps(manifest, indent=1))
     return cubins
 
 

@@ -1,13 +1,15 @@
 """The seed's v5 kernel with parts of its k-loop switched off, on the GPU (issue 16: v5's
 per-k-iteration gap).
 
-kernels/microbench/v5_parts.py builds, per config (one CTA, 128 x BLK_N, two stages, K 1024 and
-4096), the v5 kernel as TVM builds it (``p3``), without the ``mma_bar`` round trip (``p2``),
-without the waits' timeout clock (``p1``), and without both (``p0``); this times each
-kernel-only with its inputs in L2 (written once before the first launch).  Run on the GPU
+kernels/microbench/v5_parts.py builds, per config (one CTA, 128 x BLK_N, PIPE_DEPTH 2, K 1024 and
+4096; v5 and, as the control, v4), the kernel as TVM builds it (``p3``), without the ``mma_bar``
+round trip (``p2``), without the waits' timeout clock (``p1``), and without both (``p0``); this
+times each kernel-only with its inputs in L2 (written once before the first launch).  Run on the GPU
 machine:
 
     python -m kernels.runner.v5_parts --cubin B/v5_parts_128x128x1024_n128_p3.sm_90a.cubin --out results.jsonl
+
+(The folder's ``v5_parts.json``, written by the build, lists the kernels.)
 
 (``--cubin`` names any one of the cubins; the others are read from beside it.)  One JSON line per
 (config, parts): kernel-only time, the largest error of the product against fp32, and the
@@ -18,6 +20,7 @@ parts, printed at the end (and computed again from the records by whoever reads 
 from __future__ import annotations
 
 import ctypes
+import json
 import sys
 from pathlib import Path
 
@@ -26,18 +29,17 @@ from .launch_cost import Driver, folder_bench_exit
 from .tma_issue import CU_TENSOR_MAP_SWIZZLE_NONE, TensorMap
 from .v3_parts import CLOCK_GHZ, DIAG_WORDS
 
-CONFIGS = tuple((128, bn, k, bn) for bn in (64, 128) for k in (1024, 4096))
 PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither"}
-SMEM = {64: 66_560, 128: 99_328}
-"""Dynamic shared memory: ``protosim.engine.machine.smem_bytes`` of the v5 builder at two stages
-(barriers, two stages of A and B, the D tile), as the TVM source's pool offsets lay it out."""
 
 
 def measure(torch, folder: Path, reps: int) -> list[dict]:
+    """Every kernel of ``v5_parts.json`` (the build's manifest: config, dynamic shared memory)."""
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
+    manifest = json.loads((folder / "v5_parts.json").read_text())
     rows = []
-    for m, n, k, bn in CONFIGS:
+    for name, c in manifest.items():
+        m, n, k, bn = c["M"], c["N"], c["K"], c["BLK_N"]
         A = torch.randn(m, k, dtype=torch.float16, device="cuda")
         B = torch.randn(n, k, dtype=torch.float16, device="cuda")
         D = torch.empty(m, n, dtype=torch.float16, device="cuda")
@@ -46,28 +48,28 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
                 TensorMap(drv, D.data_ptr(), n, m, box_rows=128, box_inner=bn, swizzle=CU_TENSOR_MAP_SWIZZLE_NONE))
         ref = A.float() @ B.float().T
         for parts, what in PARTS.items():
-            cubin = folder / f"v5_parts_{m}x{n}x{k}_n{bn}_p{parts}.sm_90a.cubin"
-            fn = drv.function(cubin.read_bytes(), "kernel_kernel", SMEM[bn])
+            fn = drv.function((folder / f"{name}_p{parts}.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
             # (A_map, B_map, D_map, diag, consumer_delay_ns, lag_ns, lag_warp, producer_delay_ns, timeout_cycles)
             args = [*(t.value for t in maps), ctypes.c_void_p(diag.data_ptr()), ctypes.c_int(0), ctypes.c_int(0),
                     ctypes.c_int(-1), ctypes.c_int(0), ctypes.c_int64(1 << 40)]
             D.fill_(float("nan"))
             diag.zero_()
-            t = T.kernel_time(torch, drv.launcher(fn, 1, 128, SMEM[bn], stream, args), reps=reps, warmup=2)
+            t = T.kernel_time(torch, drv.launcher(fn, 1, 128, c["smem"], stream, args), reps=reps, warmup=2)
             torch.cuda.synchronize()
             err = float((D.float() - ref).abs().max().item())
-            rows.append({"config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": 2}, "parts": parts, "parts_kept": what,
-                         "grid": 1, "kernel_ms": t, "max_abs_error": err if err == err else "nan",
-                         "diag_timeouts": int(diag[0].item())})
-            print(f"v5 128x{n}x{k} n{bn} parts {parts} ({what:<22}): {t['median'] * 1e3:8.2f} us, max |err| {err:.3g}", flush=True)
+            rows.append({"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": 2}, "parts": parts,
+                         "parts_kept": what, "grid": 1, "smem": c["smem"], "kernel_ms": t,
+                         "max_abs_error": err if err == err else "nan", "diag_timeouts": int(diag[0].item())})
+            print(f"{c['step']} 128x{n}x{k} n{bn} parts {parts} ({what:<22}): {t['median'] * 1e3:8.2f} us, max |err| {err:.3g}",
+                  flush=True)
         del A, B, D, diag
-    for bn in sorted({c[3] for c in CONFIGS}):
-        for parts, what in PARTS.items():
-            ks = {r["config"]["K"]: r["kernel_ms"]["median"] for r in rows if r["config"]["BLK_N"] == bn and r["parts"] == parts}
-            if len(ks) == 2:
-                (k0, t0), (k1, t1) = sorted(ks.items())
-                print(f"BLK_N {bn:>3} parts {parts} ({what:<22}): {(t1 - t0) * 1e6 * CLOCK_GHZ / ((k1 - k0) // 64):7.0f} "
-                      f"cycles per k-iteration", flush=True)
+    for step, bn, parts in sorted({(r["step"], r["config"]["BLK_N"], r["parts"]) for r in rows}):
+        ks = {r["config"]["K"]: r["kernel_ms"]["median"] for r in rows
+              if (r["step"], r["config"]["BLK_N"], r["parts"]) == (step, bn, parts)}
+        if len(ks) == 2:
+            (k0, t0), (k1, t1) = sorted(ks.items())
+            print(f"{step} BLK_N {bn:>3} parts {parts} ({PARTS[parts]:<22}): "
+                  f"{(t1 - t0) * 1e6 * CLOCK_GHZ / ((k1 - k0) // 64):7.0f} cycles per k-iteration", flush=True)
     return rows
 
 

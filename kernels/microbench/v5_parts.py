@@ -20,7 +20,10 @@ This takes the CUDA source TVM generates for the kernel and adds a preprocessor 
   reads of that stage, harmless to the timing, so the product of such a variant is reported,
   not required);
 * bit 1 keeps the waits' timeout clock: without it ``clock64()`` reads 0, so no wait ever
-  times out and ptxas may drop the clock reads (the polls stay).
+  times out and ptxas may drop the clock reads (the polls stay);
+* bit 2 (with bit 0) lets warps 1-3 skip the wait on ``mma_bar``: thread 0 keeps its arrive and
+  its own wait (PARTS 7).  Which warps' side of the round trip is on the critical path: warp 0,
+  waiting right behind its own arrive, or warps 1-3, woken from a suspended ``try_wait``.
 
 ``PARTS`` 3 is the kernel as built.  It is compiled with TVM's own nvcc command
 (``tvm.support.nvcc.compile_cuda``: ``--use_fast_math``, ptxas ``--register-usage-level=10``):
@@ -50,7 +53,7 @@ CONFIGS = tuple((step, 128, bn, k, bn) for step in ("v5", "v4") for bn in (64, 1
 4096.  v4 (one stage: the load of k-iteration k + 1 issued after the round trip, then waited
 for) has the same mma_bar round trip and the same waits, and its model is within ~1%: the
 control for whether what v5 shows is v5's."""
-PARTS = (3, 2, 1, 0)
+PARTS = (3, 2, 1, 0, 7)
 
 _ARRIVE = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_arrive_nocount_arrive_shared_b64\(tvm_builtin_cuda_cvta.*\[\d+\]\)\)\)\);)$", re.M)
 _FIRST_TRY = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64\(ok_ptr\[0\], "
@@ -65,7 +68,8 @@ def patch(source: str) -> str:
         if len(pattern.findall(source)) != 1:
             raise ValueError(f"expected {what} once in the v5 source, found {len(pattern.findall(source))}")
     source = _ARRIVE.sub(lambda m: f"#if PARTS & 1\n{m.group(1)}{m.group(2)}\n#endif", source)
-    source = _FIRST_TRY.sub(lambda m: f"#if PARTS & 1\n{m.group(1)}{m.group(2)}\n#else\n{m.group(1)}ok_ptr[0] = 1u;\n#endif\n{m.group(3)}",
+    source = _FIRST_TRY.sub(lambda m: f"#if PARTS & 4\n{m.group(1)}if (((int)threadIdx.x) >= 32) {{ ok_ptr[0] = 1u; }} else\n#endif\n"
+                                      f"#if PARTS & 1\n{m.group(1)}{m.group(2)}\n#else\n{m.group(1)}ok_ptr[0] = 1u;\n#endif\n{m.group(3)}",
                             source)
     return _CLOCK.sub(lambda m: f"{m.group(1)}#if PARTS & 2\n{m.group(2)}#else\n    return 0ull;\n#endif\n", source)
 

@@ -3,7 +3,8 @@ per-k-iteration gap).
 
 kernels/microbench/v5_parts.py builds, per config (one CTA, 128 x BLK_N, PIPE_DEPTH 2, K 1024 and
 4096; v5 and, as the control, v4), the kernel as TVM builds it (``p3``), without the ``mma_bar``
-round trip (``p2``), without the waits' timeout clock (``p1``), and without both (``p0``); this
+round trip (``p2``), without the waits' timeout clock (``p1``), without both (``p0``), and with
+thread 0's arrive and wait but warps 1-3 not waiting (``p7``); this
 times each kernel-only with its inputs in L2 (written once before the first launch).  Run on the GPU
 machine:
 
@@ -29,7 +30,7 @@ from .launch_cost import Driver, folder_bench_exit
 from .tma_issue import CU_TENSOR_MAP_SWIZZLE_NONE, TensorMap
 from .v3_parts import CLOCK_GHZ, DIAG_WORDS
 
-PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither"}
+PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither", 7: "warps 1-3 do not wait"}
 
 
 def measure(torch, folder: Path, reps: int) -> list[dict]:

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -72,12 +71,6 @@ def patch(source: str) -> str:
                                       f"#if PARTS & 1\n{m.group(1)}{m.group(2)}\n#else\n{m.group(1)}ok_ptr[0] = 1u;\n#endif\n{m.group(3)}",
                             source)
     return _CLOCK.sub(lambda m: f"{m.group(1)}#if PARTS & 2\n{m.group(2)}#else\n    return 0ull;\n#endif\n", source)
-
-
-def _sass_text(cubin: Path, tool: str) -> list[str]:
-    """The instructions of a cubin's kernel, addresses and encodings dropped."""
-    out = subprocess.run([tool, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
-    return [m.group(1).strip() for m in re.finditer(r"/\*[0-9a-f]{4,}\*/\s+(.*?);", out)]
 
 
 def build(out: Path) -> list[Path]:
@@ -118,7 +111,8 @@ def build(out: Path) -> list[Path]:
                                                     compiler="nvcc"))
             cubins.append(cubin)
             print(cubin)
-        mine, theirs = _sass_text(out / f"{name}_p3.sm_90a.cubin", tool), _sass_text(built, tool)
+        mine = sass.instructions(sass.disassemble(out / f"{name}_p3.sm_90a.cubin", tool))
+        theirs = sass.instructions(sass.disassemble(built, tool))
         if mine != theirs:
             raise SystemExit(f"v5_parts: {name} PARTS 3 compiles to other SASS than TVM's library "
                              f"({len(mine)} against {len(theirs)} instructions): not the kernel that runs")

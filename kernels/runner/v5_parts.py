@@ -10,9 +10,8 @@ machine:
 
     python -m kernels.runner.v5_parts --cubin B/v5_parts_128x128x1024_n128_p3.sm_90a.cubin --out results.jsonl
 
-(The folder's ``v5_parts.json``, written by the build, lists the kernels.)
-
-(``--cubin`` names any one of the cubins; the others are read from beside it.)  One JSON line per
+(``--cubin`` names any one of the cubins; the others, listed in the folder's ``v5_parts.json``
+that the build writes, are read from beside it.)  One JSON line per
 (config, parts): kernel-only time, the largest error of the product against fp32, and the
 runner's timeout word.  The k-iteration is the slope between K 1024 and 4096 of one BLK_N and
 parts, printed at the end (and computed again from the records by whoever reads them).

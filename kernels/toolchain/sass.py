@@ -318,6 +318,17 @@ def device_code(path: Path, out_dir: Path) -> Path:
     return fatbin
 
 
+def disassemble(code: Path, tool: str) -> str:
+    """``cuobjdump -sass`` of a cubin or fat binary (a library: :func:`device_code` first)."""
+    return subprocess.run([tool, "-sass", str(code)], capture_output=True, text=True, check=True).stdout
+
+
+def instructions(sass: str) -> list[str]:
+    """The instructions of a listing, addresses and encodings dropped (two builds of one kernel
+    compare equal when ptxas scheduled them alike)."""
+    return INSTRUCTION.findall(sass)
+
+
 def analyse(cubin: Path, latency: float = UNLOADED_LATENCY, tool: str | None = None) -> CopyStream:
     """The copy stream of the first kernel in ``cubin`` (a cubin, a fat binary or a library TVM
     exported)."""
@@ -326,7 +337,7 @@ def analyse(cubin: Path, latency: float = UNLOADED_LATENCY, tool: str | None = N
         raise FileNotFoundError("no cuobjdump: install the CUDA toolkit or `pip install triton` (it ships one)")
     with tempfile.TemporaryDirectory() as tmp:
         code = device_code(Path(cubin), Path(tmp))
-        sass = subprocess.run([tool, "-sass", str(code)], capture_output=True, text=True, check=True).stdout
+        sass = disassemble(code, tool)
         regs = registers(code, tool)
     ops = copy_ops(sass)
     loads = [op for op in ops if op[0] == "L"]

@@ -23,7 +23,12 @@ This takes the CUDA source TVM generates for the kernel and adds a preprocessor 
   times out and ptxas may drop the clock reads (the polls stay);
 * bit 2 (with bit 0) lets warps 1-3 skip the wait on ``mma_bar``: thread 0 keeps its arrive and
   its own wait (PARTS 7).  Which warps' side of the round trip is on the critical path: warp 0,
-  waiting right behind its own arrive, or warps 1-3, woken from a suspended ``try_wait``.
+  waiting right behind its own arrive, or warps 1-3, woken from a suspended ``try_wait``;
+* bit 3 adds clock stamps (:func:`add_stamps`; PARTS 11 is the kernel as built with them): thread 0
+  writes ``clock64()`` into a ``__device__`` array at five points of every k-iteration -- the
+  loop's top, the wgmma fence (its TMA wait passed), after ``wgmma.wait_group``, after the
+  ``mma_bar`` wait (the round trip done) and after the loads' ``arrive.expect_tx`` -- so that the
+  iteration can be laid beside the replay's, part by part.
 
 ``PARTS`` 3 is the kernel as built.  It is compiled with TVM's own nvcc command
 (``tvm.support.nvcc.compile_cuda``: ``--use_fast_math``, ptxas ``--register-usage-level=10``):
@@ -52,7 +57,14 @@ CONFIGS = tuple((step, 128, bn, k, bn) for step in ("v5", "v4") for bn in (64, 1
 4096.  v4 (one stage: the load of k-iteration k + 1 issued after the round trip, then waited
 for) has the same mma_bar round trip and the same waits, and its model is within ~1%: the
 control for whether what v5 shows is v5's."""
-PARTS = (3, 2, 1, 0, 7)
+PARTS = (3, 2, 1, 0, 7, 11)
+
+STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
+"""The points of a k-iteration PARTS 11 stamps, in slot order (:func:`add_stamps`)."""
+STAMP_SLOTS = 8
+"""Slots a k-iteration has in the stamp array (``protosim_stamps[k * 8 + slot]``)."""
+STAMP_ITERATIONS = 64
+"""k-iterations the stamp array holds: K up to 4096."""
 
 _ARRIVE = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_arrive_nocount_arrive_shared_b64\(tvm_builtin_cuda_cvta.*\[\d+\]\)\)\)\);)$", re.M)
 _FIRST_TRY = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64\(ok_ptr\[0\], "
@@ -71,6 +83,41 @@ def patch(source: str) -> str:
                                       f"#if PARTS & 1\n{m.group(1)}{m.group(2)}\n#else\n{m.group(1)}ok_ptr[0] = 1u;\n#endif\n{m.group(3)}",
                             source)
     return _CLOCK.sub(lambda m: f"{m.group(1)}#if PARTS & 2\n{m.group(2)}#else\n    return 0ull;\n#endif\n", source)
+
+
+_LOOP_TOP = re.compile(r"^([ \t]*)for \(int k = 0; k < \d+; \+\+k\) \{\n", re.M)
+_KERNEL = re.compile(r'^extern "C" __global__ ', re.M)
+_STAMP_AT = (  # (slot, a statement of the k-loop, stamp before it or after it)
+    (1, "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();", "before"),
+    (2, "tvm_builtin_ptx_wgmma_wait_group_wait_group_sync_aligned_0();", "after"),
+    (3, "phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);", "after"),
+    (4, "tvm_builtin_ptx_mbarrier_arrive_expect_tx_arrive_expect_tx_shared_b64(", "after"),
+)
+
+
+def add_stamps(source: str) -> str:
+    """The patched source with ``PROTOSIM_STAMP(slot)`` at the :data:`STAMPS` points of the k-loop
+    (empty unless ``PARTS & 8``); refuses a source where a point is not exactly once in the loop."""
+    tops = list(_LOOP_TOP.finditer(source))
+    kernels = list(_KERNEL.finditer(source))
+    if len(tops) != 1 or not kernels:
+        raise ValueError(f"expected one k-loop (found {len(tops)}) and a kernel (found {len(kernels)}) in the source")
+    head, loop = source[:tops[0].end()], source[tops[0].end():]
+    for slot, statement, where in _STAMP_AT:
+        if loop.count(statement) != 1:
+            raise ValueError(f"expected {statement!r} once in the k-loop, found {loop.count(statement)}")
+        at = loop.index(statement)
+        line_start = loop.rindex("\n", 0, at) + 1
+        line_end = loop.index("\n", at) + 1
+        indent = loop[line_start:at]
+        stamp = f"{indent}PROTOSIM_STAMP({slot})\n"
+        loop = loop[:line_start] + stamp + loop[line_start:] if where == "before" else loop[:line_end] + stamp + loop[line_end:]
+    declaration = (f"#if PARTS & 8\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
+                   f"#define PROTOSIM_STAMP(slot) if (((int)threadIdx.x) == 0) {{ protosim_stamps[k * {STAMP_SLOTS} + (slot)] = clock64(); }}\n"
+                   "#else\n#define PROTOSIM_STAMP(slot)\n#endif\n")
+    at = kernels[0].start()
+    head = head[:at] + declaration + head[at:]
+    return f"{head}{tops[0].group(1)}  PROTOSIM_STAMP(0)\n{loop}"
 
 
 def build(out: Path) -> list[Path]:
@@ -102,7 +149,7 @@ def build(out: Path) -> list[Path]:
         mod.export_library(str(lib))
         built = sass.device_code(lib, out)
         cu = out / f"{name}.cu"
-        text = patch(cuda_source(mod))
+        text = add_stamps(patch(cuda_source(mod)))
         cu.write_text(text)
         for parts in PARTS:
             cubin = out / f"{name}_p{parts}.sm_90a.cubin"

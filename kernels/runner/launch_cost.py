@@ -41,6 +41,8 @@ class Driver:
 
     def __init__(self) -> None:
         self.lib = ctypes.CDLL("libcuda.so.1")
+        self.modules: dict[int, ctypes.c_void_p] = {}
+        """Each loaded function's module (by the function's handle), for :meth:`read_int64s`."""
 
     def check(self, rc: int, what: str) -> None:
         if rc != 0:
@@ -54,7 +56,17 @@ class Driver:
         self.check(self.lib.cuModuleGetFunction(ctypes.byref(fn), module, name.encode()), f"cuModuleGetFunction({name})")
         if smem:
             self.check(self.lib.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem), "cuFuncSetAttribute")
+        self.modules[fn.value] = module
         return fn
+
+    def read_int64s(self, fn: ctypes.c_void_p, name: str) -> list[int]:
+        """The ``__device__`` array ``name`` of ``fn``'s module, as int64s (call once the launches are done)."""
+        ptr, size = ctypes.c_uint64(), ctypes.c_size_t()
+        self.check(self.lib.cuModuleGetGlobal_v2(ctypes.byref(ptr), ctypes.byref(size), self.modules[fn.value], name.encode()),
+                   f"cuModuleGetGlobal({name})")
+        out = (ctypes.c_int64 * (size.value // 8))()
+        self.check(self.lib.cuMemcpyDtoH_v2(out, ptr, ctypes.c_size_t(size.value)), f"cuMemcpyDtoH({name})")
+        return list(out)
 
     def launcher(self, fn, grid: int, block: int, smem: int, stream: int, args: list[ctypes.c_void_p]):
         pointers = [ctypes.pointer(a) for a in args]  # kernelParams: one pointer to each argument's value

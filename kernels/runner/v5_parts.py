@@ -29,7 +29,24 @@ from .launch_cost import Driver, folder_bench_exit
 from .tma_issue import CU_TENSOR_MAP_SWIZZLE_NONE, TensorMap
 from .v3_parts import CLOCK_GHZ, DIAG_WORDS
 
-PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither", 7: "warps 1-3 do not wait"}
+PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither", 7: "warps 1-3 do not wait",
+         11: "as built, clock stamps"}
+STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
+"""kernels.microbench.v5_parts.STAMPS (not imported: the GPU machine has no tvm)."""
+STAMP_SLOTS = 8
+
+
+def stamp_parts(stamps: list[int], iterations: int) -> dict:
+    """Per stamp point, the median cycles after the same k-iteration's top, and the median
+    k-iteration (top to top); k-iterations 2 .. iterations - 3 (no first-load effects, and v5's
+    last two issue no loads)."""
+    import statistics
+
+    ks = range(2, iterations - 2)
+    row = {name: statistics.median(stamps[k * STAMP_SLOTS + s] - stamps[k * STAMP_SLOTS] for k in ks)
+           for s, name in enumerate(STAMPS) if s}
+    row["iteration"] = statistics.median(stamps[(k + 1) * STAMP_SLOTS] - stamps[k * STAMP_SLOTS] for k in ks)
+    return row
 
 
 def measure(torch, folder: Path, reps: int) -> list[dict]:
@@ -48,7 +65,10 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
                 TensorMap(drv, D.data_ptr(), n, m, box_rows=128, box_inner=bn, swizzle=CU_TENSOR_MAP_SWIZZLE_NONE))
         ref = A.float() @ B.float().T
         for parts, what in PARTS.items():
-            fn = drv.function((folder / f"{name}_p{parts}.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
+            cubin = folder / f"{name}_p{parts}.sm_90a.cubin"
+            if not cubin.is_file():  # a run may carry only some of the variants
+                continue
+            fn = drv.function(cubin.read_bytes(), "kernel_kernel", c["smem"])
             # (A_map, B_map, D_map, diag, consumer_delay_ns, lag_ns, lag_warp, producer_delay_ns, timeout_cycles)
             args = [*(t.value for t in maps), ctypes.c_void_p(diag.data_ptr()), ctypes.c_int(0), ctypes.c_int(0),
                     ctypes.c_int(-1), ctypes.c_int(0), ctypes.c_int64(1 << 40)]
@@ -60,6 +80,11 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
             rows.append({"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": 2}, "parts": parts,
                          "parts_kept": what, "grid": 1, "smem": c["smem"], "kernel_ms": t,
                          "max_abs_error": err if err == err else "nan", "diag_timeouts": int(diag[0].item())})
+            if parts & 8:  # the last launch's stamps
+                stamps = drv.read_int64s(fn, "protosim_stamps")
+                rows[-1]["stamps"] = stamps[:(k // 64) * STAMP_SLOTS]
+                rows[-1]["stamp_parts"] = stamp_parts(stamps, k // 64)
+                print(f"  stamps, cycles after the k-iteration's top: {rows[-1]['stamp_parts']}", flush=True)
             print(f"{c['step']} 128x{n}x{k} n{bn} parts {parts} ({what:<22}): {t['median'] * 1e3:8.2f} us, max |err| {err:.3g}",
                   flush=True)
         del A, B, D, diag

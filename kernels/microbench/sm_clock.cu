@@ -3,7 +3,10 @@
 // number of cycles.  cycles / ns is the clock the kernel ran at; the profiles convert cycles to
 // microseconds at clock_ghz (1.98 on the H200), so a kernel that runs slower than that is
 // predicted too fast by the same factor.  kernels/runner/sm_clock.py runs it, alone and right
-// after tensor-core work.  Build (CPU machine): nvcc -cubin -arch=sm_90a -O3 -o sm_clock.sm_90a.cubin sm_clock.cu
+// after tensor-core work, and while the tensor core works (spin_wgmma).
+// Build (CPU machine): nvcc -cubin -arch=sm_90a -O3 -o sm_clock.sm_90a.cubin sm_clock.cu
+#include "wgmma_ptx.cuh"
+
 __device__ __forceinline__ unsigned long long globaltimer() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -43,4 +46,39 @@ extern "C" __global__ void spin_fma(long long cycles, long long *out, float *sin
         out[2 * blockIdx.x + 1] = (long long)(g1 - g0);
     }
     if (x == 12345.0f) sink[0] = x;  // keep the FMAs
+}
+
+// One warpgroup issues the GEMM kernels' block of eight wgmma m64n128k16 (A and B boxes in the
+// dynamic shared memory, never written: the values do not matter), commit and wait_group 0, over
+// and over until thread 0's spin ends: the clock while the tensor core works.  128 threads.
+extern "C" __global__ void __launch_bounds__(128) spin_wgmma(long long cycles, long long *out, float *sink) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ volatile int stop;
+    if (threadIdx.x == 0) stop = 0;
+    __syncthreads();
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    const uint32_t a = smem_addr(smem), b = smem_addr(smem + A_BOX);
+    unsigned long long g0 = globaltimer();
+    long long c0 = clock64(), c1 = c0;
+    while (!stop) {
+        wgmma_block<128>(acc, a, b);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        if (threadIdx.x == 0) {
+            c1 = clock64();
+            if (c1 - c0 >= cycles) stop = 1;
+        }
+        asm volatile("bar.sync 1, 128;" ::: "memory");  // every warp sees stop before the next block
+    }
+    unsigned long long g1 = globaltimer();
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = c1 - c0;
+        out[2 * blockIdx.x + 1] = (long long)(g1 - g0);
+    }
+    float sum = 0.f;  // every accumulator read, so that ptxas keeps both halves' wgmmas
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sum += acc[i];
+    if (sum == 12345.0f) sink[0] = sum;
 }

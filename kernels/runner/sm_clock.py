@@ -9,10 +9,13 @@ around a spin of a given number of cycles in each CTA: cycles / ns is the clock.
   10 us to 10 ms;
 * ``after_mma``: the same spins launched right after ~1 s of fp16 ``torch.matmul`` (tensor cores
   at full power: the state the long GEMM kernels run in), and nvidia-smi's ``clocks.sm``
-  sampled every 50 ms during that matmul burst.
+  sampled every 50 ms during that matmul burst;
+* with ``--wgmma`` instead: ``during_wgmma``, the clock while one warpgroup a CTA issues the GEMM
+  kernels' block of eight wgmma m64n128k16 over and over (``spin_wgmma``), beside ``spin`` and
+  ``spin_fma`` at the same grid and length, in turn.
 
 Run on the GPU machine:
-    python -m kernels.runner.sm_clock --cubin B/sm_clock.sm_90a.cubin --out results.jsonl
+    python -m kernels.runner.sm_clock --cubin B/sm_clock.sm_90a.cubin --out results.jsonl [--wgmma]
 """
 
 from __future__ import annotations
@@ -24,17 +27,22 @@ import sys
 import time
 
 from . import timing as T
-from .launch_cost import Driver, cubin_bench_exit
+from .launch_cost import Driver, cubin_bench_exit, take_flag
 
 SPINS = (20_000, 200_000, 2_000_000, 20_000_000)
 """Cycles to spin: ~10 us, ~100 us, ~1 ms, ~10 ms at 1.98 GHz."""
 GRIDS = (1, 132)
 
 
+SMEM = {"spin": 0, "spin_fma": 0, "spin_wgmma": 2 * 128 * 128}
+"""Dynamic shared memory each kernel is launched with: spin_wgmma's A and B boxes."""
+
+
 def _spin_args(kernel: str, cycles: int, out, sink) -> list:
-    """The kernel's arguments: cycles to spin, the (cycles, ns) pairs out, and spin_fma's sink."""
+    """The kernel's arguments: cycles to spin, the (cycles, ns) pairs out, and the sink of the
+    kernels that compute."""
     args = [ctypes.c_longlong(cycles), ctypes.c_void_p(out.data_ptr())]
-    return args + [ctypes.c_void_p(sink.data_ptr())] if kernel == "spin_fma" else args
+    return args if kernel == "spin" else args + [ctypes.c_void_p(sink.data_ptr())]
 
 
 def _clocks(torch, out, grid: int) -> list[float]:
@@ -44,7 +52,7 @@ def _clocks(torch, out, grid: int) -> list[float]:
 
 
 def _spin(torch, drv: Driver, fns: dict, kernel: str, grid: int, cycles: int, out, sink, stream) -> dict:
-    drv.launcher(fns[kernel], grid, 128, 0, stream, _spin_args(kernel, cycles, out, sink))()
+    drv.launcher(fns[kernel], grid, 128, SMEM[kernel], stream, _spin_args(kernel, cycles, out, sink))()
     ghz = _clocks(torch, out, grid)
     return {"kernel": kernel, "grid": grid, "cycles": cycles, "ghz_median": round(statistics.median(ghz), 4),
             "ghz_min": round(min(ghz), 4), "ghz_max": round(max(ghz), 4)}
@@ -128,8 +136,39 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+def measure_wgmma(torch, cubin: bytes, reps: int) -> list[dict]:
+    """``spin``, ``spin_fma`` and ``spin_wgmma`` in turn at 1 and 132 CTAs, ~100 us to ~10 ms:
+    clock64 / globaltimer in each launch, and the kernel-only time's implied clock."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fns = {k: drv.function(cubin, k, SMEM[k]) for k in ("spin", "spin_fma", "spin_wgmma")}
+    out = torch.zeros(2 * max(GRIDS), dtype=torch.int64, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    rows = []
+    for grid in GRIDS:
+        for cycles in SPINS[1:]:
+            for kernel in fns:
+                _spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)  # warm
+                row = {"state": "during_wgmma" if kernel == "spin_wgmma" else "idle",
+                       **_spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)}
+                args = _spin_args(kernel, cycles, out, sink)
+                t = T.kernel_time(torch, drv.launcher(fns[kernel], grid, 128, SMEM[kernel], stream, args), reps=reps, warmup=2)
+                row["kernel_ms"] = t
+                row["ghz_after_timing"] = round(statistics.median(_clocks(torch, out, grid)), 4)
+                rows.append(row)
+                print(f"{kernel:<10} grid {grid:>3} {cycles:>9} cycles: clock64/globaltimer {row['ghz_median']:.3f} GHz "
+                      f"(min {row['ghz_min']:.3f}, last timed launch {row['ghz_after_timing']:.3f}), "
+                      f"kernel {t['median'] * 1e3:9.2f} us", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    return cubin_bench_exit("sm_clock", __doc__, argv, measure, 10, "JSON lines, one per measurement")
+    wgmma, argv = take_flag(argv, "--wgmma")
+    if wgmma:
+        return cubin_bench_exit("sm_clock", __doc__, argv, measure_wgmma, 10, "JSON lines, one per measurement",
+                                epilog="--wgmma: the clock while the tensor core works (spin_wgmma) beside spin and spin_fma")
+    return cubin_bench_exit("sm_clock", __doc__, argv, measure, 10, "JSON lines, one per measurement",
+                            epilog="--wgmma: the clock while the tensor core works (spin_wgmma) beside spin and spin_fma")
 
 
 if __name__ == "__main__":

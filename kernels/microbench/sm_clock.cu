@@ -82,3 +82,53 @@ extern "C" __global__ void __launch_bounds__(128) spin_wgmma(long long cycles, l
     for (int i = 0; i < 128; ++i) sum += acc[i];
     if (sum == 12345.0f) sink[0] = sum;
 }
+
+// spin_wgmma with a pause after every block: all threads spin `idle` clock64 cycles (sleep == 0)
+// or thread 0 sleeps `idle` ns in __nanosleep while the others wait at bar.sync (sleep != 0, the
+// warps off the issue slots as in a suspended try_wait).  out[4 * b ..]: clock64 cycles,
+// globaltimer ns, blocks issued, clock64 cycles inside the blocks (fence to wait_group).
+extern "C" __global__ void __launch_bounds__(128) spin_wgmma_duty(long long cycles, long long idle, int sleep,
+                                                                 long long *out, float *sink) {
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ volatile int stop;
+    if (threadIdx.x == 0) stop = 0;
+    __syncthreads();
+    float acc[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    const uint32_t a = smem_addr(smem), b = smem_addr(smem + A_BOX);
+    long long blocks = 0, in_blocks = 0;
+    unsigned long long g0 = globaltimer();
+    long long c0 = clock64(), c1 = c0;
+    while (!stop) {
+        const long long s = clock64();
+        wgmma_block<128>(acc, a, b);
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        const long long e = clock64();
+        in_blocks += e - s;
+        ++blocks;
+        if (sleep) {
+            if (threadIdx.x == 0) __nanosleep((unsigned)idle);
+        } else {
+            while (clock64() - e < idle) {
+            }
+        }
+        if (threadIdx.x == 0) {
+            c1 = clock64();
+            if (c1 - c0 >= cycles) stop = 1;
+        }
+        asm volatile("bar.sync 1, 128;" ::: "memory");
+    }
+    unsigned long long g1 = globaltimer();
+    if (threadIdx.x == 0) {
+        out[4 * blockIdx.x] = c1 - c0;
+        out[4 * blockIdx.x + 1] = (long long)(g1 - g0);
+        out[4 * blockIdx.x + 2] = blocks;
+        out[4 * blockIdx.x + 3] = in_blocks;
+    }
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sum += acc[i];
+    if (sum == 12345.0f) sink[0] = sum;
+}

@@ -12,7 +12,11 @@ around a spin of a given number of cycles in each CTA: cycles / ns is the clock.
   sampled every 50 ms during that matmul burst;
 * with ``--wgmma`` instead: ``during_wgmma``, the clock while one warpgroup a CTA issues the GEMM
   kernels' block of eight wgmma m64n128k16 over and over (``spin_wgmma``), beside ``spin`` and
-  ``spin_fma`` at the same grid and length, in turn.
+  ``spin_fma`` at the same grid and length, in turn;
+* with ``--duty``: ``spin_wgmma_duty``, the same blocks with a pause after each -- every thread
+  spinning ``idle`` clock64 cycles, or thread 0 in ``__nanosleep(idle)`` and the others at
+  ``bar.sync`` -- the clock of a loop that alternates the tensor core's work with something else,
+  as the GEMMs' k-loops do.
 
 Run on the GPU machine:
     python -m kernels.runner.sm_clock --cubin B/sm_clock.sm_90a.cubin --out results.jsonl [--wgmma]
@@ -34,7 +38,7 @@ SPINS = (20_000, 200_000, 2_000_000, 20_000_000)
 GRIDS = (1, 132)
 
 
-SMEM = {"spin": 0, "spin_fma": 0, "spin_wgmma": 2 * 128 * 128}
+SMEM = {"spin": 0, "spin_fma": 0, "spin_wgmma": 2 * 128 * 128, "spin_wgmma_duty": 2 * 128 * 128}
 """Dynamic shared memory each kernel is launched with: spin_wgmma's A and B boxes."""
 
 
@@ -162,7 +166,50 @@ def measure_wgmma(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+DUTY_IDLE = (0, 100, 300, 1000, 3000, 10000, 30000, 100000)
+"""Pauses after each block: clock64 cycles spun, or ns slept."""
+
+
+def measure_duty(torch, cubin: bytes, reps: int) -> list[dict]:
+    """``spin_wgmma_duty`` at 1 and 132 CTAs for ~2 ms (4M clock64 cycles), every pause of
+    :data:`DUTY_IDLE`, spun and slept: the clock over the whole loop (clock64 / globaltimer),
+    blocks issued, and the cycles spent inside the blocks."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function(cubin, "spin_wgmma_duty", SMEM["spin_wgmma_duty"])
+    out = torch.zeros(4 * max(GRIDS), dtype=torch.int64, device="cuda")
+    sink = torch.zeros(1, device="cuda")
+    rows = []
+    cycles = 4_000_000
+    for grid in GRIDS:
+        for sleep in (0, 1):
+            for idle in DUTY_IDLE:
+                args = [ctypes.c_longlong(cycles), ctypes.c_longlong(idle), ctypes.c_int(sleep), ctypes.c_void_p(out.data_ptr()),
+                        ctypes.c_void_p(sink.data_ptr())]
+                launch = drv.launcher(fn, grid, 128, SMEM["spin_wgmma_duty"], stream, args)
+                launch()  # warm
+                t = T.kernel_time(torch, launch, reps=reps, warmup=1)
+                torch.cuda.synchronize()
+                per_cta = out[: 4 * grid].view(grid, 4).cpu().tolist()  # the last timed launch
+                ghz = [c / ns for c, ns, _, _ in per_cta if ns > 0]
+                c, ns, blocks, inside = per_cta[0]
+                row = {"state": "wgmma_duty", "kernel": "spin_wgmma_duty", "grid": grid, "cycles": cycles,
+                       "pause": "sleep_ns" if sleep else "spin_cycles", "idle": idle,
+                       "ghz_median": round(statistics.median(ghz), 4), "ghz_min": round(min(ghz), 4),
+                       "ghz_max": round(max(ghz), 4), "cta0": {"cycles": c, "ns": ns, "blocks": blocks, "in_blocks": inside},
+                       "block_cycles": round(inside / blocks, 1), "kernel_ms": t}
+                rows.append(row)
+                print(f"duty grid {grid:>3} {row['pause']:<11} {idle:>6}: clock {row['ghz_median']:.3f} GHz "
+                      f"(min {row['ghz_min']:.3f}), {blocks} blocks of {row['block_cycles']} cycles, "
+                      f"{ns / max(blocks, 1):8.1f} ns a block+pause", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    duty, argv = take_flag(argv, "--duty")
+    if duty:
+        return cubin_bench_exit("sm_clock", __doc__, argv, measure_duty, 3, "JSON lines, one per measurement",
+                                epilog="--duty: the clock of wgmma blocks alternating with a pause (spin_wgmma_duty)")
     wgmma, argv = take_flag(argv, "--wgmma")
     if wgmma:
         return cubin_bench_exit("sm_clock", __doc__, argv, measure_wgmma, 10, "JSON lines, one per measurement",

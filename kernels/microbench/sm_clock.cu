@@ -51,19 +51,20 @@ extern "C" __global__ void spin_fma(long long cycles, long long *out, float *sin
 // One warpgroup issues the GEMM kernels' block of eight wgmma m64n128k16 (A and B boxes in the
 // dynamic shared memory, never written: the values do not matter), commit and wait_group 0, over
 // and over until thread 0's spin ends: the clock while the tensor core works.  128 threads.
-extern "C" __global__ void __launch_bounds__(128) spin_wgmma(long long cycles, long long *out, float *sink) {
+template <int N>
+__device__ __forceinline__ void spin_wgmma_n(long long cycles, long long *out, float *sink) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ volatile int stop;
     if (threadIdx.x == 0) stop = 0;
     __syncthreads();
-    float acc[128];
+    float acc[N];
 #pragma unroll
-    for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+    for (int i = 0; i < N; ++i) acc[i] = 0.f;
     const uint32_t a = smem_addr(smem), b = smem_addr(smem + A_BOX);
     unsigned long long g0 = globaltimer();
     long long c0 = clock64(), c1 = c0;
     while (!stop) {
-        wgmma_block<128>(acc, a, b);
+        wgmma_block<N>(acc, a, b);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         if (threadIdx.x == 0) {
@@ -79,8 +80,21 @@ extern "C" __global__ void __launch_bounds__(128) spin_wgmma(long long cycles, l
     }
     float sum = 0.f;  // every accumulator read, so that ptxas keeps both halves' wgmmas
 #pragma unroll
-    for (int i = 0; i < 128; ++i) sum += acc[i];
+    for (int i = 0; i < N; ++i) sum += acc[i];
     if (sum == 12345.0f) sink[0] = sum;
+}
+
+extern "C" __global__ void __launch_bounds__(128) spin_wgmma(long long cycles, long long *out, float *sink) {
+    spin_wgmma_n<128>(cycles, out, sink);
+}
+
+// The same with m64n64k16 and m64n16k16 blocks: does the clock depend on the instruction's size?
+extern "C" __global__ void __launch_bounds__(128) spin_wgmma_n64(long long cycles, long long *out, float *sink) {
+    spin_wgmma_n<64>(cycles, out, sink);
+}
+
+extern "C" __global__ void __launch_bounds__(128) spin_wgmma_n16(long long cycles, long long *out, float *sink) {
+    spin_wgmma_n<16>(cycles, out, sink);
 }
 
 // spin_wgmma with a pause after every block: all threads spin `idle` clock64 cycles (sleep == 0)

@@ -11,8 +11,9 @@ around a spin of a given number of cycles in each CTA: cycles / ns is the clock.
   at full power: the state the long GEMM kernels run in), and nvidia-smi's ``clocks.sm``
   sampled every 50 ms during that matmul burst;
 * with ``--wgmma`` instead: ``during_wgmma``, the clock while one warpgroup a CTA issues the GEMM
-  kernels' block of eight wgmma m64n128k16 over and over (``spin_wgmma``), beside ``spin`` and
-  ``spin_fma`` at the same grid and length, in turn;
+  kernels' block of eight wgmma m64n128k16 over and over (``spin_wgmma``; ``_n64`` and ``_n16``
+  the same with m64n64k16 and m64n16k16), beside ``spin`` and ``spin_fma`` at the same grid and
+  length, in turn;
 * with ``--duty``: ``spin_wgmma_duty``, the same blocks with a pause after each -- every thread
   spinning ``idle`` clock64 cycles, or thread 0 in ``__nanosleep(idle)`` and the others at
   ``bar.sync`` -- the clock of a loop that alternates the tensor core's work with something else,
@@ -38,7 +39,8 @@ SPINS = (20_000, 200_000, 2_000_000, 20_000_000)
 GRIDS = (1, 132)
 
 
-SMEM = {"spin": 0, "spin_fma": 0, "spin_wgmma": 2 * 128 * 128, "spin_wgmma_duty": 2 * 128 * 128}
+SMEM = {"spin": 0, "spin_fma": 0, "spin_wgmma": 2 * 128 * 128, "spin_wgmma_n64": 2 * 128 * 128,
+        "spin_wgmma_n16": 2 * 128 * 128, "spin_wgmma_duty": 2 * 128 * 128}
 """Dynamic shared memory each kernel is launched with: spin_wgmma's A and B boxes."""
 
 
@@ -145,7 +147,7 @@ def measure_wgmma(torch, cubin: bytes, reps: int) -> list[dict]:
     clock64 / globaltimer in each launch, and the kernel-only time's implied clock."""
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
-    fns = {k: drv.function(cubin, k, SMEM[k]) for k in ("spin", "spin_fma", "spin_wgmma")}
+    fns = {k: drv.function(cubin, k, SMEM[k]) for k in ("spin", "spin_fma", "spin_wgmma", "spin_wgmma_n64", "spin_wgmma_n16")}
     out = torch.zeros(2 * max(GRIDS), dtype=torch.int64, device="cuda")
     sink = torch.zeros(1, device="cuda")
     rows = []
@@ -153,7 +155,7 @@ def measure_wgmma(torch, cubin: bytes, reps: int) -> list[dict]:
         for cycles in SPINS[1:]:
             for kernel in fns:
                 _spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)  # warm
-                row = {"state": "during_wgmma" if kernel == "spin_wgmma" else "idle",
+                row = {"state": "during_wgmma" if kernel.startswith("spin_wgmma") else "idle",
                        **_spin(torch, drv, fns, kernel, grid, cycles, out, sink, stream)}
                 args = _spin_args(kernel, cycles, out, sink)
                 t = T.kernel_time(torch, drv.launcher(fns[kernel], grid, 128, SMEM[kernel], stream, args), reps=reps, warmup=2)

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from kernels.microbench.v5_parts import patch
+from kernels.microbench.v5_parts import add_stamps, patch
 
 LOOP = """\
 __forceinline__ __device__ unsigned long long tvm_builtin_clock64() {
@@ -91,3 +91,69 @@ def test_bit_2_spares_warps_1_to_3_the_wait_and_keeps_thread_0s():
 def test_a_source_of_another_shape_is_refused(broken, what):
     with pytest.raises(ValueError, match=what):
         patch(broken)
+
+
+# -- PARTS 11's clock stamps (add_stamps) ------------------------------------------------------
+STAMPED_LOOP = """\
+extern "C" __global__ void __launch_bounds__(128) kernel_kernel(int x) {
+  for (int k = 0; k < 16; ++k) {
+    wait_on_the_stage();
+    tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();
+    tvm_builtin_ptx_wgmma_wait_group_wait_group_sync_aligned_0();
+    phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);
+    if (k < 14) {
+      if (((int)threadIdx.x) == 0) {
+          tvm_builtin_ptx_mbarrier_arrive_expect_tx_arrive_expect_tx_shared_b64(bar, (uint)32768);
+      }
+    }
+  }
+  epilogue();
+}
+"""
+
+
+def test_without_bit_3_the_stamps_are_empty_and_the_loop_unchanged():
+    code = preprocess(add_stamps(STAMPED_LOOP), 3)
+    assert "#define PROTOSIM_STAMP(slot)\n" in code and "protosim_stamps[" not in code
+    stripped = "\n".join(line for line in code.splitlines() if "PROTOSIM_STAMP" not in line) + "\n"
+    assert stripped == STAMPED_LOOP
+
+
+def test_bit_3_stamps_each_point_where_its_name_says():
+    code = preprocess(add_stamps(STAMPED_LOOP), 11)
+    assert "__device__ long long protosim_stamps[512];" in code
+    lines = [line.strip() for line in code.splitlines()]
+    at = {int(m.group(1)): i for i, line in enumerate(lines) if (m := re.fullmatch(r"PROTOSIM_STAMP\((\d)\)", line))}
+    assert sorted(at) == [0, 1, 2, 3, 4]
+    assert lines[at[0] - 1].startswith("for (int k = 0")  # the loop's top
+    assert lines[at[1] + 1] == "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"  # before the fence
+    assert lines[at[2] - 1] == "tvm_builtin_ptx_wgmma_wait_group_wait_group_sync_aligned_0();"  # after the wait
+    assert lines[at[3] - 1] == "phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);"  # the round trip done
+    assert lines[at[4] - 1].startswith("tvm_builtin_ptx_mbarrier_arrive_expect_tx")  # the loads issued
+    assert code.index("protosim_stamps[") < code.index('extern "C" __global__')  # declared before the kernel
+
+
+@pytest.mark.parametrize("broken, what", [
+    (STAMPED_LOOP.replace("tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();", ""), "fence"),
+    (STAMPED_LOOP.replace("phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);",
+                          "phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);\n    phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);"), "phase_mma"),
+    (STAMPED_LOOP.replace("for (int k = 0; k < 16; ++k)", "for (int j = 0; j < 16; ++j)"), "one k-loop"),
+])
+def test_a_source_without_each_point_once_is_refused(broken, what):
+    with pytest.raises(ValueError, match=what):
+        add_stamps(broken)
+
+
+def test_stamp_parts_reads_each_point_after_its_iterations_top():
+    from kernels.runner.v5_parts import STAMP_SLOTS, stamp_parts
+
+    iterations, period = 8, 1000
+    offsets = {1: 200, 2: 700, 3: 800, 4: 950}
+    stamps = [0] * (iterations * STAMP_SLOTS)
+    for k in range(iterations):
+        stamps[k * STAMP_SLOTS] = 5_000 + k * period + (7 if k == 3 else 0)  # one iteration's top late
+        for slot, off in offsets.items():
+            stamps[k * STAMP_SLOTS + slot] = 5_000 + k * period + off
+    row = stamp_parts(stamps, iterations)
+    assert row["mma_start"] == 200 and row["mma_done"] == 700 and row["round_trip_done"] == 800
+    assert row["loads_issued"] == 950 and row["iteration"] == period

@@ -42,19 +42,42 @@ __forceinline__ __device__ unsigned long long tvm_builtin_clock64() {
 
 
 def preprocess(source: str, parts: int) -> str:
-    """What the C preprocessor keeps of ``#if PARTS & b`` / ``#else`` / ``#endif`` (not nested)."""
-    out, keep = [], [True]
+    """What the C preprocessor keeps of ``#if PARTS & b`` / ``#elif PARTS & b`` / ``#else`` /
+    ``#endif`` (not nested)."""
+    out, keep, taken = [], [True], [True]
     for line in source.splitlines():
-        m = re.match(r"#if PARTS & (\d+)$", line)
-        if m:
-            keep.append(bool(parts & int(m.group(1))))
+        m = re.match(r"#(el)?if PARTS & (\d+)$", line)
+        if m and not m.group(1):
+            keep.append(bool(parts & int(m.group(2))))
+            taken.append(keep[-1])
+        elif m:
+            keep[-1] = not taken[-1] and bool(parts & int(m.group(2)))
+            taken[-1] = taken[-1] or keep[-1]
         elif line == "#else":
-            keep[-1] = not keep[-1]
+            keep[-1] = not taken[-1]
         elif line == "#endif":
             keep.pop()
+            taken.pop()
         elif all(keep):
             out.append(line)
     assert keep == [True]
+    return "\n".join(out) + "\n"
+
+
+def expand_stamps(code: str) -> str:
+    """``code`` with the stamp macros it defines put in place (an empty one removes its line)."""
+    defines = dict(re.findall(r"^#define (PROTOSIM_STAMP(?:_DECLARE|_FLUSH)?)(?:\(slot\))?(.*)$", code, re.M))
+    out = []
+    for line in code.splitlines():
+        if line.startswith("#define PROTOSIM_STAMP"):
+            continue
+        m = re.fullmatch(r"(\s*)(PROTOSIM_STAMP(?:_DECLARE|_FLUSH)?)(?:\((\d)\))?", line)
+        if m:
+            body = defines[m.group(2)].strip().replace("(slot)", m.group(3) or "").replace("[slot]", f"[{m.group(3)}]")
+            if body:
+                out.append(m.group(1) + body)
+            continue
+        out.append(line)
     return "\n".join(out) + "\n"
 
 
@@ -112,15 +135,15 @@ extern "C" __global__ void __launch_bounds__(128) kernel_kernel(int x) {
 """
 
 
-def test_without_bit_3_the_stamps_are_empty_and_the_loop_unchanged():
+def test_without_bits_3_and_4_the_stamps_are_empty_and_the_loop_unchanged():
     code = preprocess(add_stamps(STAMPED_LOOP), 3)
-    assert "#define PROTOSIM_STAMP(slot)\n" in code and "protosim_stamps[" not in code
-    stripped = "\n".join(line for line in code.splitlines() if "PROTOSIM_STAMP" not in line) + "\n"
-    assert stripped == STAMPED_LOOP
+    assert "protosim_stamps[" not in code
+    assert expand_stamps(code) == STAMPED_LOOP
 
 
-def test_bit_3_stamps_each_point_where_its_name_says():
-    code = preprocess(add_stamps(STAMPED_LOOP), 11)
+@pytest.mark.parametrize("parts", [11, 19])
+def test_bits_3_and_4_stamp_each_point_where_its_name_says(parts):
+    code = preprocess(add_stamps(STAMPED_LOOP), parts)
     assert "__device__ long long protosim_stamps[512];" in code
     lines = [line.strip() for line in code.splitlines()]
     at = {int(m.group(1)): i for i, line in enumerate(lines) if (m := re.fullmatch(r"PROTOSIM_STAMP\((\d)\)", line))}
@@ -131,6 +154,17 @@ def test_bit_3_stamps_each_point_where_its_name_says():
     assert lines[at[3] - 1] == "phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);"  # the round trip done
     assert lines[at[4] - 1].startswith("tvm_builtin_ptx_mbarrier_arrive_expect_tx")  # the loads issued
     assert code.index("protosim_stamps[") < code.index('extern "C" __global__')  # declared before the kernel
+
+
+def test_bit_4_keeps_the_stamps_in_registers_and_writes_them_after_the_loop():
+    code = expand_stamps(preprocess(add_stamps(STAMPED_LOOP), 19))
+    loop_start, loop_end = code.index("for (int k = 0"), code.index("  epilogue();")
+    inside = code[loop_start:loop_end]
+    assert "protosim_stamps[" not in inside.split("\n  }\n")[0]  # no store in the loop's body
+    assert "if (k == 8) { protosim_light[0] = clock64(); } else if (k == 9 && 0 == 0) { protosim_light[5] = clock64(); }" in inside
+    assert code.index("long long protosim_light[6]") < loop_start  # declared before the loop
+    flush = code.index("protosim_stamps[s] = protosim_light[s]")
+    assert code.index("  }\n", code.index("kc_ptr") if "kc_ptr" in code else loop_start) < flush < loop_end
 
 
 @pytest.mark.parametrize("broken, what", [

@@ -28,7 +28,10 @@ This takes the CUDA source TVM generates for the kernel and adds a preprocessor 
   writes ``clock64()`` into a ``__device__`` array at five points of every k-iteration -- the
   loop's top, the wgmma fence (its TMA wait passed), after ``wgmma.wait_group``, after the
   ``mma_bar`` wait (the round trip done) and after the loads' ``arrive.expect_tx`` -- so that the
-  iteration can be laid beside the replay's, part by part.
+  iteration can be laid beside the replay's, part by part;
+* bit 4 (PARTS 19) takes the same stamps in registers, every thread, in k-iteration
+  :data:`LIGHT_K` only (and the next one's top), thread 0 writing them out after the loop: no store
+  inside the loop, so the iteration runs as built but for the clock reads.
 
 ``PARTS`` 3 is the kernel as built.  It is compiled with TVM's own nvcc command
 (``tvm.support.nvcc.compile_cuda``: ``--use_fast_math``, ptxas ``--register-usage-level=10``):
@@ -57,7 +60,7 @@ CONFIGS = tuple((step, 128, bn, k, bn) for step in ("v5", "v4") for bn in (64, 1
 4096.  v4 (one stage: the load of k-iteration k + 1 issued after the round trip, then waited
 for) has the same mma_bar round trip and the same waits, and its model is within ~1%: the
 control for whether what v5 shows is v5's."""
-PARTS = (3, 2, 1, 0, 7, 11)
+PARTS = (3, 2, 1, 0, 7, 11, 19)
 
 STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
 """The points of a k-iteration PARTS 11 stamps, in slot order (:func:`add_stamps`)."""
@@ -65,6 +68,9 @@ STAMP_SLOTS = 8
 """Slots a k-iteration has in the stamp array (``protosim_stamps[k * 8 + slot]``)."""
 STAMP_ITERATIONS = 64
 """k-iterations the stamp array holds: K up to 4096."""
+LIGHT_K = 8
+"""The k-iteration PARTS 19's light stamps time (in registers, written out after the loop): the
+same points and the next iteration's top, with no store inside the loop."""
 
 _ARRIVE = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_arrive_nocount_arrive_shared_b64\(tvm_builtin_cuda_cvta.*\[\d+\]\)\)\)\);)$", re.M)
 _FIRST_TRY = re.compile(r"^(\s*)(tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64\(ok_ptr\[0\], "
@@ -112,12 +118,35 @@ def add_stamps(source: str) -> str:
         indent = loop[line_start:at]
         stamp = f"{indent}PROTOSIM_STAMP({slot})\n"
         loop = loop[:line_start] + stamp + loop[line_start:] if where == "before" else loop[:line_end] + stamp + loop[line_end:]
-    declaration = (f"#if PARTS & 8\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
+    end = _matching_brace(loop)
+    indent = tops[0].group(1)
+    after = loop.index("\n", end) + 1
+    loop = f"{loop[:after]}{indent}PROTOSIM_STAMP_FLUSH\n{loop[after:]}"
+    light = len(STAMPS)
+    declaration = (f"#if PARTS & 16\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
+                   f"#define PROTOSIM_STAMP(slot) if (k == {LIGHT_K}) {{ protosim_light[slot] = clock64(); }} "
+                   f"else if (k == {LIGHT_K + 1} && (slot) == 0) {{ protosim_light[{light}] = clock64(); }}\n"
+                   f"#define PROTOSIM_STAMP_DECLARE long long protosim_light[{light + 1}] = {{{', '.join(['0'] * (light + 1))}}};\n"
+                   f"#define PROTOSIM_STAMP_FLUSH if (((int)threadIdx.x) == 0) {{ for (int s = 0; s < {light + 1}; ++s) "
+                   "protosim_stamps[s] = protosim_light[s]; }\n"
+                   f"#elif PARTS & 8\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
                    f"#define PROTOSIM_STAMP(slot) if (((int)threadIdx.x) == 0) {{ protosim_stamps[k * {STAMP_SLOTS} + (slot)] = clock64(); }}\n"
-                   "#else\n#define PROTOSIM_STAMP(slot)\n#endif\n")
+                   "#define PROTOSIM_STAMP_DECLARE\n#define PROTOSIM_STAMP_FLUSH\n"
+                   "#else\n#define PROTOSIM_STAMP(slot)\n#define PROTOSIM_STAMP_DECLARE\n#define PROTOSIM_STAMP_FLUSH\n#endif\n")
     at = kernels[0].start()
-    head = head[:at] + declaration + head[at:]
-    return f"{head}{tops[0].group(1)}  PROTOSIM_STAMP(0)\n{loop}"
+    top_line = head.rindex("\n", 0, len(head) - 1) + 1  # the k-loop's own line
+    head = head[:at] + declaration + head[at:top_line] + f"{indent}PROTOSIM_STAMP_DECLARE\n" + head[top_line:]
+    return f"{head}{indent}  PROTOSIM_STAMP(0)\n{loop}"
+
+
+def _matching_brace(loop: str) -> int:
+    """Where the k-loop's body (``loop`` starts right after its opening brace) closes."""
+    depth = 1
+    for i, ch in enumerate(loop):
+        depth += (ch == "{") - (ch == "}")
+        if depth == 0:
+            return i
+    raise ValueError("the k-loop's body does not close")
 
 
 def build(out: Path) -> list[Path]:

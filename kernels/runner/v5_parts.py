@@ -30,7 +30,7 @@ from .tma_issue import CU_TENSOR_MAP_SWIZZLE_NONE, TensorMap
 from .v3_parts import CLOCK_GHZ, DIAG_WORDS
 
 PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither", 7: "warps 1-3 do not wait",
-         11: "as built, clock stamps"}
+         11: "as built, clock stamps", 19: "as built, light stamps"}
 STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
 """kernels.microbench.v5_parts.STAMPS (not imported: the GPU machine has no tvm)."""
 STAMP_SLOTS = 8
@@ -80,7 +80,13 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
             rows.append({"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": 2}, "parts": parts,
                          "parts_kept": what, "grid": 1, "smem": c["smem"], "kernel_ms": t,
                          "max_abs_error": err if err == err else "nan", "diag_timeouts": int(diag[0].item())})
-            if parts & 8:  # the last launch's stamps
+            if parts & 16:  # one k-iteration's stamps, from registers after the loop
+                light = drv.read_int64s(fn, "protosim_stamps")[:len(STAMPS) + 1]
+                rows[-1]["light_stamps"] = light
+                rows[-1]["stamp_parts"] = {**{name: light[s] - light[0] for s, name in enumerate(STAMPS) if s},
+                                           "iteration": light[len(STAMPS)] - light[0]}
+                print(f"  light stamps, cycles after k-iteration 8's top: {rows[-1]['stamp_parts']}", flush=True)
+            elif parts & 8:  # the last launch's stamps
                 stamps = drv.read_int64s(fn, "protosim_stamps")
                 rows[-1]["stamps"] = stamps[:(k // 64) * STAMP_SLOTS]
                 rows[-1]["stamp_parts"] = stamp_parts(stamps, k // 64)

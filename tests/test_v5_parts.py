@@ -191,3 +191,13 @@ def test_stamp_parts_reads_each_point_after_its_iterations_top():
     row = stamp_parts(stamps, iterations)
     assert row["mma_start"] == 200 and row["mma_done"] == 700 and row["round_trip_done"] == 800
     assert row["loads_issued"] == 950 and row["iteration"] == period
+
+
+def test_bit_5_reads_the_clock_before_and_after_the_loop_and_nothing_inside():
+    code = expand_stamps(preprocess(add_stamps(STAMPED_LOOP), 35))
+    loop_start = code.index("for (int k = 0")
+    start = code.index("long long protosim_loop_start = clock64();")
+    end = code.index("protosim_stamps[1] = clock64();")
+    assert start < loop_start < end < code.index("  epilogue();")
+    inside = code[loop_start:code.index("\n  }\n", loop_start)]
+    assert "clock64" not in inside and "protosim" not in inside

@@ -31,7 +31,10 @@ This takes the CUDA source TVM generates for the kernel and adds a preprocessor 
   iteration can be laid beside the replay's, part by part;
 * bit 4 (PARTS 19) takes the same stamps in registers, every thread, in k-iteration
   :data:`LIGHT_K` only (and the next one's top), thread 0 writing them out after the loop: no store
-  inside the loop, so the iteration runs as built but for the clock reads.
+  inside the loop, so the iteration runs as built but for the clock reads;
+* bit 5 reads ``clock64()`` once before the k-loop and once after it (thread 0 writes both out):
+  the loop's clock64 cycles with nothing inside it changed, so that a variant's k-iteration is
+  read in cycles, not as a kernel time at an assumed clock (PARTS 35, 34, 39: PARTS 3, 2, 7 with it).
 
 ``PARTS`` 3 is the kernel as built.  It is compiled with TVM's own nvcc command
 (``tvm.support.nvcc.compile_cuda``: ``--use_fast_math``, ptxas ``--register-usage-level=10``):
@@ -60,7 +63,7 @@ CONFIGS = tuple((step, 128, bn, k, bn) for step in ("v5", "v4") for bn in (64, 1
 4096.  v4 (one stage: the load of k-iteration k + 1 issued after the round trip, then waited
 for) has the same mma_bar round trip and the same waits, and its model is within ~1%: the
 control for whether what v5 shows is v5's."""
-PARTS = (3, 2, 1, 0, 7, 11, 19)
+PARTS = (3, 2, 1, 0, 7, 11, 19, 35, 34, 39)
 
 STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
 """The points of a k-iteration PARTS 11 stamps, in slot order (:func:`add_stamps`)."""
@@ -129,6 +132,11 @@ def add_stamps(source: str) -> str:
                    f"#define PROTOSIM_STAMP_DECLARE long long protosim_light[{light + 1}] = {{{', '.join(['0'] * (light + 1))}}};\n"
                    f"#define PROTOSIM_STAMP_FLUSH if (((int)threadIdx.x) == 0) {{ for (int s = 0; s < {light + 1}; ++s) "
                    "protosim_stamps[s] = protosim_light[s]; }\n"
+                   f"#elif PARTS & 32\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
+                   "#define PROTOSIM_STAMP(slot)\n"
+                   "#define PROTOSIM_STAMP_DECLARE long long protosim_loop_start = clock64();\n"
+                   "#define PROTOSIM_STAMP_FLUSH if (((int)threadIdx.x) == 0) { protosim_stamps[0] = protosim_loop_start; "
+                   "protosim_stamps[1] = clock64(); }\n"
                    f"#elif PARTS & 8\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
                    f"#define PROTOSIM_STAMP(slot) if (((int)threadIdx.x) == 0) {{ protosim_stamps[k * {STAMP_SLOTS} + (slot)] = clock64(); }}\n"
                    "#define PROTOSIM_STAMP_DECLARE\n#define PROTOSIM_STAMP_FLUSH\n"

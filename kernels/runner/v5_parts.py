@@ -30,7 +30,8 @@ from .tma_issue import CU_TENSOR_MAP_SWIZZLE_NONE, TensorMap
 from .v3_parts import CLOCK_GHZ, DIAG_WORDS
 
 PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither", 7: "warps 1-3 do not wait",
-         11: "as built, clock stamps", 19: "as built, light stamps"}
+         11: "as built, clock stamps", 19: "as built, light stamps", 35: "as built, loop clock",
+         34: "no mma_bar round trip, loop clock", 39: "warps 1-3 do not wait, loop clock"}
 STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
 """kernels.microbench.v5_parts.STAMPS (not imported: the GPU machine has no tvm)."""
 STAMP_SLOTS = 8
@@ -80,6 +81,9 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
             rows.append({"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": 2}, "parts": parts,
                          "parts_kept": what, "grid": 1, "smem": c["smem"], "kernel_ms": t,
                          "max_abs_error": err if err == err else "nan", "diag_timeouts": int(diag[0].item())})
+            if parts & 32:  # clock64 before and after the k-loop
+                start, end = drv.read_int64s(fn, "protosim_stamps")[:2]
+                rows[-1]["loop_cycles"] = end - start
             if parts & 16:  # one k-iteration's stamps, from registers after the loop
                 light = drv.read_int64s(fn, "protosim_stamps")[:len(STAMPS) + 1]
                 rows[-1]["light_stamps"] = light
@@ -99,8 +103,15 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
               if (r["step"], r["config"]["BLK_N"], r["parts"]) == (step, bn, parts)}
         if len(ks) == 2:
             (k0, t0), (k1, t1) = sorted(ks.items())
-            print(f"{step} BLK_N {bn:>3} parts {parts} ({PARTS[parts]:<22}): "
-                  f"{(t1 - t0) * 1e6 * CLOCK_GHZ / ((k1 - k0) // 64):7.0f} cycles per k-iteration", flush=True)
+            line = (f"{step} BLK_N {bn:>3} parts {parts} ({PARTS[parts]:<22}): "
+                    f"{(t1 - t0) * 1e6 * CLOCK_GHZ / ((k1 - k0) // 64):7.0f} cycles per k-iteration at {CLOCK_GHZ} GHz")
+            loops = {r["config"]["K"]: r["loop_cycles"] for r in rows
+                     if (r["step"], r["config"]["BLK_N"], r["parts"]) == (step, bn, parts) and "loop_cycles" in r}
+            if len(loops) == 2:  # the same slope in clock64 cycles, and the clock it implies
+                c0, c1 = loops[k0], loops[k1]
+                line += (f"; clock64: {(c1 - c0) / ((k1 - k0) // 64):7.1f} cycles per k-iteration, "
+                         f"{(c1 - c0) / ((t1 - t0) * 1e6):.3f} GHz")
+            print(line, flush=True)
     return rows
 
 

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from kernels.microbench.v5_parts import add_stamps, patch
+from kernels.microbench.v5_parts import add_stamps, patch, skip_tma_wait
 
 LOOP = """\
 __forceinline__ __device__ unsigned long long tvm_builtin_clock64() {
@@ -201,3 +201,33 @@ def test_bit_5_reads_the_clock_before_and_after_the_loop_and_nothing_inside():
     assert start < loop_start < end < code.index("  epilogue();")
     inside = code[loop_start:code.index("\n  }\n", loop_start)]
     assert "clock64" not in inside and "protosim" not in inside
+
+
+TMA_WAIT_LOOP = """\
+  for (int k = 0; k < 16; ++k) {
+    if (aborted_ptr[0] == 0) {
+      tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64(ok_ptr[0], bar, ((uint)(phase_tma_ptr[0] ^ 0)));
+      if (ok_ptr[0] == (uint)0) {
+        t0_ptr[0] = ((int64_t)tvm_builtin_clock64());
+        while (1) {
+          tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64(ok_ptr[0], bar, ((uint)(phase_tma_ptr[0] ^ 0)));
+          if (ok_ptr[0] == (uint)0) {
+            elapsed_ptr[0] = 1;
+          }
+        }
+      }
+    }
+  }
+"""
+
+
+def test_bit_6_passes_the_tma_wait_at_once_and_keeps_its_loop_unreached():
+    assert preprocess(skip_tma_wait(TMA_WAIT_LOOP), 35) == TMA_WAIT_LOOP
+    code = preprocess(skip_tma_wait(TMA_WAIT_LOOP), 99)
+    assert code.index("ok_ptr[0] = 1u;") < code.index("t0_ptr[0]")  # in place of the first try
+    assert code.count("try_wait_parity_shared_b64(ok_ptr") == 1  # the loop's own try stays
+
+
+def test_a_loop_without_one_first_tma_try_is_refused():
+    with pytest.raises(ValueError, match="TMA barrier once"):
+        skip_tma_wait(TMA_WAIT_LOOP.replace("phase_tma_ptr", "phase_mma_ptr"))

@@ -31,7 +31,8 @@ from .v3_parts import CLOCK_GHZ, DIAG_WORDS
 
 PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither", 7: "warps 1-3 do not wait",
          11: "as built, clock stamps", 19: "as built, light stamps", 35: "as built, loop clock",
-         34: "no mma_bar round trip, loop clock", 39: "warps 1-3 do not wait, loop clock"}
+         34: "no mma_bar round trip, loop clock", 39: "warps 1-3 do not wait, loop clock",
+         99: "no TMA wait, loop clock"}
 STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
 """kernels.microbench.v5_parts.STAMPS (not imported: the GPU machine has no tvm)."""
 STAMP_SLOTS = 8

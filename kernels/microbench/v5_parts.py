@@ -107,8 +107,10 @@ _STAMP_AT = (  # (slot, a statement of the k-loop, stamp before it or after it)
 
 
 def add_stamps(source: str) -> str:
-    """The patched source with ``PROTOSIM_STAMP(slot)`` at the :data:`STAMPS` points of the k-loop
-    (empty unless ``PARTS & 8``); refuses a source where a point is not exactly once in the loop."""
+    """The patched source with ``PROTOSIM_STAMP(slot)`` at the :data:`STAMPS` points of the k-loop,
+    ``PROTOSIM_STAMP_DECLARE`` before the loop and ``PROTOSIM_STAMP_FLUSH`` after it (bit 3: every
+    iteration's stamps stored; bit 4: one iteration's, in registers; bit 5: the loop clock; all empty
+    otherwise); refuses a source where a point is not exactly once in the loop."""
     tops = list(_LOOP_TOP.finditer(source))
     kernels = list(_KERNEL.finditer(source))
     if len(tops) != 1 or not kernels:
@@ -128,21 +130,23 @@ def add_stamps(source: str) -> str:
     after = loop.index("\n", end) + 1
     loop = f"{loop[:after]}{indent}PROTOSIM_STAMP_FLUSH\n{loop[after:]}"
     light = len(STAMPS)
-    declaration = (f"#if PARTS & 16\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
-                   f"#define PROTOSIM_STAMP(slot) if (k == {LIGHT_K}) {{ protosim_light[slot] = clock64(); }} "
-                   f"else if (k == {LIGHT_K + 1} && (slot) == 0) {{ protosim_light[{light}] = clock64(); }}\n"
-                   f"#define PROTOSIM_STAMP_DECLARE long long protosim_light[{light + 1}] = {{{', '.join(['0'] * (light + 1))}}};\n"
-                   f"#define PROTOSIM_STAMP_FLUSH if (((int)threadIdx.x) == 0) {{ for (int s = 0; s < {light + 1}; ++s) "
-                   "protosim_stamps[s] = protosim_light[s]; }\n"
-                   f"#elif PARTS & 32\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
-                   "#define PROTOSIM_STAMP(slot)\n"
-                   "#define PROTOSIM_STAMP_DECLARE long long protosim_loop_start = clock64();\n"
-                   "#define PROTOSIM_STAMP_FLUSH if (((int)threadIdx.x) == 0) { protosim_stamps[0] = protosim_loop_start; "
-                   "protosim_stamps[1] = clock64(); }\n"
-                   f"#elif PARTS & 8\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n"
-                   f"#define PROTOSIM_STAMP(slot) if (((int)threadIdx.x) == 0) {{ protosim_stamps[k * {STAMP_SLOTS} + (slot)] = clock64(); }}\n"
-                   "#define PROTOSIM_STAMP_DECLARE\n#define PROTOSIM_STAMP_FLUSH\n"
-                   "#else\n#define PROTOSIM_STAMP(slot)\n#define PROTOSIM_STAMP_DECLARE\n#define PROTOSIM_STAMP_FLUSH\n#endif\n")
+    declaration = (  # the array, then PROTOSIM_STAMP / _DECLARE / _FLUSH for bit 4, 5, 3, or none
+        f"#if PARTS & 56\n__device__ long long protosim_stamps[{STAMP_ITERATIONS * STAMP_SLOTS}];\n#endif\n"
+        f"#if PARTS & 16\n"
+        f"#define PROTOSIM_STAMP(slot) if (k == {LIGHT_K}) {{ protosim_light[slot] = clock64(); }} "
+        f"else if (k == {LIGHT_K + 1} && (slot) == 0) {{ protosim_light[{light}] = clock64(); }}\n"
+        f"#define PROTOSIM_STAMP_DECLARE long long protosim_light[{light + 1}] = {{{', '.join(['0'] * (light + 1))}}};\n"
+        f"#define PROTOSIM_STAMP_FLUSH if (((int)threadIdx.x) == 0) {{ for (int s = 0; s < {light + 1}; ++s) "
+        "protosim_stamps[s] = protosim_light[s]; }\n"
+        "#elif PARTS & 32\n"
+        "#define PROTOSIM_STAMP(slot)\n"
+        "#define PROTOSIM_STAMP_DECLARE long long protosim_loop_start = clock64();\n"
+        "#define PROTOSIM_STAMP_FLUSH if (((int)threadIdx.x) == 0) { protosim_stamps[0] = protosim_loop_start; "
+        "protosim_stamps[1] = clock64(); }\n"
+        "#elif PARTS & 8\n"
+        f"#define PROTOSIM_STAMP(slot) if (((int)threadIdx.x) == 0) {{ protosim_stamps[k * {STAMP_SLOTS} + (slot)] = clock64(); }}\n"
+        "#define PROTOSIM_STAMP_DECLARE\n#define PROTOSIM_STAMP_FLUSH\n"
+        "#else\n#define PROTOSIM_STAMP(slot)\n#define PROTOSIM_STAMP_DECLARE\n#define PROTOSIM_STAMP_FLUSH\n#endif\n")
     at = kernels[0].start()
     top_line = head.rindex("\n", 0, len(head) - 1) + 1  # the k-loop's own line
     head = head[:at] + declaration + head[at:top_line] + f"{indent}PROTOSIM_STAMP_DECLARE\n" + head[top_line:]

@@ -20,7 +20,7 @@ around a spin of a given number of cycles in each CTA: cycles / ns is the clock.
   as the GEMMs' k-loops do.
 
 Run on the GPU machine:
-    python -m kernels.runner.sm_clock --cubin B/sm_clock.sm_90a.cubin --out results.jsonl [--wgmma]
+    python -m kernels.runner.sm_clock --cubin B/sm_clock.sm_90a.cubin --out results.jsonl [--wgmma | --duty]
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
 
 
 def measure_wgmma(torch, cubin: bytes, reps: int) -> list[dict]:
-    """``spin``, ``spin_fma`` and ``spin_wgmma`` in turn at 1 and 132 CTAs, ~100 us to ~10 ms:
+    """``spin``, ``spin_fma`` and the ``spin_wgmma`` kernels in turn at 1 and 132 CTAs, ~100 us to ~10 ms:
     clock64 / globaltimer in each launch, and the kernel-only time's implied clock."""
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
@@ -207,17 +207,15 @@ def measure_duty(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+EPILOG = ("--wgmma: the clock while the tensor core works (spin_wgmma, _n64, _n16) beside spin and spin_fma; "
+          "--duty: the clock of wgmma blocks alternating with a pause (spin_wgmma_duty)")
+
+
 def main(argv: list[str] | None = None) -> int:
     duty, argv = take_flag(argv, "--duty")
-    if duty:
-        return cubin_bench_exit("sm_clock", __doc__, argv, measure_duty, 3, "JSON lines, one per measurement",
-                                epilog="--duty: the clock of wgmma blocks alternating with a pause (spin_wgmma_duty)")
     wgmma, argv = take_flag(argv, "--wgmma")
-    if wgmma:
-        return cubin_bench_exit("sm_clock", __doc__, argv, measure_wgmma, 10, "JSON lines, one per measurement",
-                                epilog="--wgmma: the clock while the tensor core works (spin_wgmma) beside spin and spin_fma")
-    return cubin_bench_exit("sm_clock", __doc__, argv, measure, 10, "JSON lines, one per measurement",
-                            epilog="--wgmma: the clock while the tensor core works (spin_wgmma) beside spin and spin_fma")
+    measure_fn, reps = (measure_duty, 3) if duty else (measure_wgmma, 10) if wgmma else (measure, 10)
+    return cubin_bench_exit("sm_clock", __doc__, argv, measure_fn, reps, "JSON lines, one per measurement", epilog=EPILOG)
 
 
 if __name__ == "__main__":

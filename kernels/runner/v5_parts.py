@@ -25,6 +25,8 @@ import sys
 from pathlib import Path
 
 from . import timing as T
+from kernels.microbench.v5_parts import LIGHT_K, STAMP_SLOTS, STAMPS  # no tvm at import: the build's own imports are inside build()
+
 from .launch_cost import Driver, folder_bench_exit
 from .tma_issue import CU_TENSOR_MAP_SWIZZLE_NONE, TensorMap
 from .v3_parts import CLOCK_GHZ, DIAG_WORDS
@@ -33,9 +35,6 @@ PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "n
          11: "as built, clock stamps", 19: "as built, light stamps", 35: "as built, loop clock",
          34: "no mma_bar round trip, loop clock", 39: "warps 1-3 do not wait, loop clock",
          99: "no TMA wait, loop clock"}
-STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
-"""kernels.microbench.v5_parts.STAMPS (not imported: the GPU machine has no tvm)."""
-STAMP_SLOTS = 8
 
 
 def stamp_parts(stamps: list[int], iterations: int) -> dict:
@@ -90,7 +89,7 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
                 rows[-1]["light_stamps"] = light
                 rows[-1]["stamp_parts"] = {**{name: light[s] - light[0] for s, name in enumerate(STAMPS) if s},
                                            "iteration": light[len(STAMPS)] - light[0]}
-                print(f"  light stamps, cycles after k-iteration 8's top: {rows[-1]['stamp_parts']}", flush=True)
+                print(f"  light stamps, cycles after k-iteration {LIGHT_K}'s top: {rows[-1]['stamp_parts']}", flush=True)
             elif parts & 8:  # the last launch's stamps
                 stamps = drv.read_int64s(fn, "protosim_stamps")
                 rows[-1]["stamps"] = stamps[:(k // 64) * STAMP_SLOTS]

@@ -1,0 +1,153 @@
+"""Any Hopper step's k-loop in clock64 cycles at one CTA (issue 16: the one-CTA loop's costs for
+v4, v5, v6 and ws, BLK_N 16-128, 2 and 4 stages).
+
+v5_parts (kernels/microbench/v5_parts.py) measured v4's and v5's k-iteration in clock64 cycles with
+a loop clock -- thread 0 reads ``clock64()`` once before the MMA k-loop and once after it, nothing
+inside the loop changed -- and found the chip at 1.80 GHz while its tensor core works, so that a
+kernel time converted at 1.98 GHz is no measure of the model's cycles
+(results/silicon/microbench/2026-12-03_h200_sm_clock_wgmma.md). Its other parts patch v5's own
+statements; this module does only the loop clock, and finds the loop by what it does, so it
+takes every step's source: the MMA k-loop is the ``for (int k...)`` loop whose body holds the
+``wgmma.fence`` (ws's consumer loop ``k_1``; v6's loop inside its tile walk, where the last
+tile's loop is the one written out).
+
+Per config two cubins from TVM's generated source, compiled with TVM's own nvcc command:
+``_c0`` the kernel as built (the build checks that its SASS is the SASS of the library TVM
+exports: the kernel that runs) and ``_c1`` with the loop clock (thread 0, which every step has in
+its MMA warpgroup, writes the two reads into ``protosim_loop_clock``). The slope between K 1024
+and 4096 is the k-iteration; the model's slope for the same configs is written beside them
+(``model_cycles``, from the replay on this machine) so the runner can print both.
+
+Built on the CPU machine (apache-tvm, nvcc, a cuobjdump):
+
+    python -m kernels.microbench.loop_clock OUT_DIR
+
+writes ``<step>_loop_128x<N>x<K>_n<BN>_s<STAGES>_c<0|1>.sm_90a.cubin`` and ``loop_clock.json``
+(each kernel's config, threads, grid, dynamic shared memory and the model's cycles);
+kernels/runner/loop_clock.py runs them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+CONFIGS = tuple((step, 128, bn, k, bn, stages)
+                for step, bns, stage_counts in (("v4", (16, 64, 128), (1,)), ("v5", (16, 64, 128), (2, 4)),
+                                                ("v6", (16, 64, 128), (2, 4)), ("ws", (16, 64, 128), (2, 4)))
+                for bn in bns for stages in stage_counts for k in (1024, 4096))
+"""(step, M, N, K, BLK_N, PIPE_DEPTH): one CTA (one output tile), K 1024 and 4096 for the slope.
+v4 has one stage whatever PIPE_DEPTH says; it is built with PIPE_DEPTH 2 as the seed's config is."""
+
+_FOR = re.compile(r"^([ \t]*)for \(int (k(?:_\d+)?) = 0; \2 < \d+; \+\+\2\) \{\n", re.M)
+_KERNEL = re.compile(r'^extern "C" __global__ [^;{]*\{\n', re.M)
+_FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
+_BOUNDS = re.compile(r"__launch_bounds__\((\d+)\)")
+
+
+def _body_end(source: str, start: int) -> int:
+    """Where the block whose opening brace ends right before ``start`` closes."""
+    depth = 1
+    for i in range(start, len(source)):
+        depth += (source[i] == "{") - (source[i] == "}")
+        if depth == 0:
+            return i
+    raise ValueError("a loop's body does not close")
+
+
+def add_loop_clock(source: str) -> str:
+    """``source`` with ``PROTOSIM_LOOP_CLOCK`` (defined 0 or 1 by the build): when 1, thread 0
+    reads ``clock64()`` right before the MMA k-loop and right after it and stores both into
+    ``protosim_loop_clock``. Refuses a source without exactly one k-loop holding the wgmma fence."""
+    loops = [m for m in _FOR.finditer(source) if _FENCE in source[m.end():_body_end(source, m.end())]]
+    kernels = list(_KERNEL.finditer(source))
+    if len(kernels) != 1:
+        raise ValueError(f"expected one kernel definition in the source, found {len(kernels)}")
+    # The fence is in the MMA loop and in no loop around it (v6's tile walk is a while loop).
+    if len(loops) != 1:
+        raise ValueError(f"expected one k-loop holding {_FENCE!r}, found {len(loops)}")
+    loop = loops[0]
+    indent = loop.group(1)
+    close = _body_end(source, loop.end())
+    after = source.index("\n", close) + 1
+    return (source[:kernels[0].start()]
+            + "#if PROTOSIM_LOOP_CLOCK\n__device__ long long protosim_loop_clock[2];\n#endif\n"
+            + source[kernels[0].start():loop.start()]
+            + f"#if PROTOSIM_LOOP_CLOCK\n{indent}long long protosim_loop_start = clock64();\n#endif\n"
+            + source[loop.start():after]
+            + f"#if PROTOSIM_LOOP_CLOCK\n{indent}if (((int)threadIdx.x) == 0) {{ protosim_loop_clock[0] = protosim_loop_start; "
+              "protosim_loop_clock[1] = clock64(); }\n#endif\n"
+            + source[after:])
+
+
+def name_of(step: str, m: int, n: int, k: int, bn: int, stages: int) -> str:
+    return f"{step}_loop_{m}x{n}x{k}_n{bn}_s{stages}"
+
+
+def model_cycles(step: str, cfg) -> float:
+    """The replay's cycles for ``cfg``, its inputs in L2 at launch as the runner has them."""
+    import dataclasses
+
+    from protosim.builders import BUILDERS
+    from protosim.verdict import judge
+
+    verdict, _ = judge(BUILDERS[f"hgemm_{step}"](dataclasses.replace(cfg, l2_at_launch="inputs")))
+    return verdict.timing.cycles
+
+
+def build(out: Path) -> list[Path]:
+    from kernels.toolchain import sass
+    from kernels.toolchain.compiler import compile_primfunc, cuda_source
+
+    from kernels.spec import KernelSpec, grid_ctas, smem_bytes
+    from kernels.tirx import hopper
+    from protosim.config import GemmConfig
+
+    import tvm
+    from tvm.support.nvcc import compile_cuda
+
+    tool = sass.find_cuobjdump()
+    if tool is None:
+        raise SystemExit("loop_clock: no cuobjdump (the CUDA toolkit's, or the triton wheel's bin on PATH): "
+                         "it is needed to check that _c0 is the kernel TVM builds")
+    out.mkdir(parents=True, exist_ok=True)
+    cubins, manifest = [], {}
+    for step, m, n, k, bn, stages in CONFIGS:
+        name = name_of(step, m, n, k, bn, stages)
+        cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2 if step == "v4" else stages, arch="h200")
+        mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
+        lib = out / f"{name}.tvm.so"
+        mod.export_library(str(lib))
+        built = sass.device_code(lib, out)
+        text = add_loop_clock(cuda_source(mod))
+        (out / f"{name}.cu").write_text(text)
+        manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": stages,
+                          "threads": int(_BOUNDS.search(text).group(1)), "grid": grid_ctas(step, cfg),
+                          "smem": smem_bytes(step, cfg), "model_cycles": model_cycles(step, cfg)}
+        for clock in (0, 1):
+            cubin = out / f"{name}_c{clock}.sm_90a.cubin"
+            with tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}):
+                cubin.write_bytes(compile_cuda(f"#define PROTOSIM_LOOP_CLOCK {clock}\n" + text, target_format="cubin",
+                                               arch="sm_90a", compiler="nvcc"))
+            cubins.append(cubin)
+        mine = sass.instructions(sass.disassemble(out / f"{name}_c0.sm_90a.cubin", tool))
+        theirs = sass.instructions(sass.disassemble(built, tool))
+        if mine != theirs:
+            raise SystemExit(f"loop_clock: {name} _c0 compiles to other SASS than TVM's library "
+                             f"({len(mine)} against {len(theirs)} instructions): not the kernel that runs")
+        print(f"{name}: _c0 SASS = TVM's ({len(mine)} instructions), {manifest[name]['threads']} threads, "
+              f"model {manifest[name]['model_cycles']:.0f} cycles", flush=True)
+    (out / "loop_clock.json").write_text(json.dumps(manifest, indent=1))
+    return cubins
+
+
+def main(argv: list[str] | None = None) -> int:
+    from kernels.toolchain.compiler import out_dir_main
+
+    return out_dir_main("kernels.microbench.loop_clock", __doc__, build, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,5 +1,6 @@
 """kernels.microbench.loop_clock: the loop clock lands around the MMA k-loop of any step's source
-(v5's plain loop, v6's inside its tile walk, ws's consumer loop beside its producer loop), off
+(v5's plain loop, v6's inside its tile walk, ws's consumer loop beside its producer loop) and the
+epilogue's stamps after its store wait and the sync after that, off
 unless PROTOSIM_LOOP_CLOCK is 1, and a source without exactly one such loop is refused; the
 runner's slopes are read from the right rows.
 
@@ -16,6 +17,7 @@ from kernels.microbench.loop_clock import add_loop_clock
 from kernels.runner.loop_clock import slopes
 
 FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
+STORE_WAIT = "tvm_builtin_ptx_cp_async_bulk_wait_group_async_bulk_wait_group_0();"
 HEAD = ('extern "C" __global__ void __launch_bounds__(160) kernel_kernel(int* diag_ptr);\n'
         'extern "C" __global__ void __launch_bounds__(160) kernel_kernel(int* diag_ptr) {\n')
 
@@ -35,7 +37,11 @@ WS = HEAD + f"""\
         {FENCE}
         for (int i = 0; i < 4; ++i) {{ wgmma(i); }}
       }}
-      store_tile();
+      tvm_builtin_cuda_warpgroup_sync(1);
+      if (((int)threadIdx.x) == 0) {{
+        {STORE_WAIT}
+      }}
+      tvm_builtin_cuda_warpgroup_sync(1);
     }}
   }}
 }}
@@ -50,7 +56,12 @@ V6 = HEAD + f"""\
       {FENCE}
       wgmma();
     }}
-    store_tile();
+    tvm_builtin_cuda_warpgroup_sync(1);
+    if (((int)threadIdx.x) == 0) {{
+      {STORE_WAIT}
+    }}
+    tvm_builtin_cuda_warpgroup_sync(1);
+    tvm_builtin_cuda_warpgroup_sync(2);
   }}
 }}
 """
@@ -80,16 +91,27 @@ def test_the_clock_brackets_the_loop_that_holds_the_fence(source, loop):
     # right after the loop's closing brace: the line before is the brace at the loop's own indent
     indent = len(on[start + 1]) - len(on[start + 1].lstrip())
     assert on[write - 1] == " " * indent + "}"
-    assert on[write + 1].strip() in ("store_tile();",)
+    assert on[write + 1].strip() == "tvm_builtin_cuda_warpgroup_sync(1);"
     assert on[write].startswith(" " * indent + "if (((int)threadIdx.x) == 0)")
+    # the epilogue: slot 2 right after thread 0's store wait (inside its branch), slot 3 right after
+    # the sync that follows, by thread 0
+    waited = next(i for i, line in enumerate(on) if "protosim_loop_clock[2] = clock64();" in line)
+    assert on[waited - 1].strip() == STORE_WAIT
+    assert on[waited + 1].strip() == "}"
+    synced = next(i for i, line in enumerate(on) if "protosim_loop_clock[3] = clock64();" in line)
+    assert synced == waited + 3 and on[synced - 1].strip() == "tvm_builtin_cuda_warpgroup_sync(1);"
+    assert "if (((int)threadIdx.x) == 0)" in on[synced]
     # the array is declared once, at file scope before the kernel's definition
-    assert on.index("__device__ long long protosim_loop_clock[2];") < next(i for i, line in enumerate(on) if line.endswith("{")
+    assert on.index("__device__ long long protosim_loop_clock[4];") < next(i for i, line in enumerate(on) if line.endswith("{")
                                                                           and "__global__" in line)
 
 
 @pytest.mark.parametrize("source, why", [
     (V6.replace(FENCE, ""), "found 0"),
-    (V6.replace("    store_tile();\n", f"    for (int k_2 = 0; k_2 < 4; ++k_2) {{\n      {FENCE}\n    }}\n"), "found 2"),
+    (V6.replace("    tvm_builtin_cuda_warpgroup_sync(2);\n", f"    for (int k_2 = 0; k_2 < 4; ++k_2) {{\n      {FENCE}\n    }}\n"),
+     "found 2"),
+    (V6.replace(STORE_WAIT, ""), "once after the k-loop, found 0"),
+    (V6.replace("    tvm_builtin_cuda_warpgroup_sync(1);\n    tvm_builtin_cuda_warpgroup_sync(2);\n", ""), "a tvm_builtin_cuda_warpgroup_sync"),
     (V6 + V6, "one kernel definition"),
 ])
 def test_a_source_of_another_shape_is_refused(source, why):
@@ -97,20 +119,23 @@ def test_a_source_of_another_shape_is_refused(source, why):
         add_loop_clock(source)
 
 
-def _row(step, k, clock, kernel_us, loop=None, model=0.0):
+def _row(step, k, clock, kernel_us, loop=None, model=0.0, epilogue=None):
     row = {"step": step, "config": {"K": k, "BLK_N": 64, "PIPE_DEPTH": 2}, "loop_clock": clock,
            "kernel_ms": {"median": kernel_us / 1e3}, "model_cycles": model}
     if loop is not None:
         row["loop_cycles"] = loop
+    if epilogue is not None:
+        row["epilogue_cycles"] = epilogue
     return row
 
 
 def test_slopes_pair_the_two_ks_and_the_clocked_kernel():
     rows = [_row("v5", 1024, 0, 10.0, model=16_000), _row("v5", 4096, 0, 34.0, model=64_000),
-            _row("v5", 1024, 1, 10.5, loop=17_000), _row("v5", 4096, 1, 35.3, loop=62_000),
+            _row("v5", 1024, 1, 10.5, loop=17_000, epilogue=2_100), _row("v5", 4096, 1, 35.3, loop=62_000, epilogue=1_900),
             _row("v6", 1024, 0, 11.0)]  # one K of v6 only: no slope
     (s,) = slopes(rows)
     assert s["clock64_cycles"] == pytest.approx((62_000 - 17_000) / 48)
     assert s["model_cycles"] == pytest.approx(48_000 / 48)
     assert s["kernel_us"] == pytest.approx(24.0 / 48)
     assert s["implied_ghz"] == pytest.approx(45_000 / (24.8 * 1e3))
+    assert s["epilogue_cycles"] == 1_900  # the quicker of the two launches' last epilogues

@@ -14,7 +14,8 @@ tile's loop is the one written out).
 Per config two cubins from TVM's generated source, compiled with TVM's own nvcc command:
 ``_c0`` the kernel as built (the build checks that its SASS is the SASS of the library TVM
 exports: the kernel that runs) and ``_c1`` with the loop clock (thread 0, which every step has in
-its MMA warpgroup, writes the two reads into ``protosim_loop_clock``). The slope between K 1024
+its MMA warpgroup, writes the reads into ``protosim_loop_clock``; :data:`SLOTS`) -- the loop, then
+the epilogue: its TMA store drained and the warpgroup synced after it. The slope between K 1024
 and 4096 is the k-iteration; the model's slope for the same configs is written beside them
 (``model_cycles``, from the replay on this machine) so the runner can print both.
 
@@ -35,8 +36,8 @@ import sys
 from pathlib import Path
 
 CONFIGS = tuple((step, 128, bn, k, bn, stages)
-                for step, bns, stage_counts in (("v4", (16, 64, 128), (1,)), ("v5", (16, 64, 128), (2, 4)),
-                                                ("v6", (16, 64, 128), (2, 4)), ("ws", (16, 64, 128), (2, 4)))
+                for step, bns, stage_counts in (("v4", (16, 32, 64, 128), (1,)), ("v5", (16, 32, 64, 128), (2, 4)),
+                                                ("v6", (16, 32, 64, 128), (2, 4)), ("ws", (16, 32, 64, 128), (2, 4)))
                 for bn in bns for stages in stage_counts for k in (1024, 4096))
 """(step, M, N, K, BLK_N, PIPE_DEPTH): one CTA (one output tile), K 1024 and 4096 for the slope.
 v4 has one stage whatever PIPE_DEPTH says; it is built with PIPE_DEPTH 2 as the seed's config is."""
@@ -45,6 +46,12 @@ _FOR = re.compile(r"^([ \t]*)for \(int (k(?:_\d+)?) = 0; \2 < \d+; \+\+\2\) \{\n
 _KERNEL = re.compile(r'^extern "C" __global__ [^;{]*\{\n', re.M)
 _FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
 _BOUNDS = re.compile(r"__launch_bounds__\((\d+)\)")
+_STORE_WAIT = "tvm_builtin_ptx_cp_async_bulk_wait_group_async_bulk_wait_group_0();"
+_SYNC = "tvm_builtin_cuda_warpgroup_sync("
+SLOTS = ("loop_start", "loop_end", "store_waited", "store_synced")
+"""What ``protosim_loop_clock[i]`` holds: thread 0's clock64 before the MMA k-loop, after it, after
+the epilogue's ``cp.async.bulk.wait_group 0`` (the TMA store drained) and after the warpgroup sync
+that follows it (the tile's epilogue done: the last tile's, in a persistent kernel)."""
 
 
 def _body_end(source: str, start: int) -> int:
@@ -59,8 +66,10 @@ def _body_end(source: str, start: int) -> int:
 
 def add_loop_clock(source: str) -> str:
     """``source`` with ``PROTOSIM_LOOP_CLOCK`` (defined 0 or 1 by the build): when 1, thread 0
-    reads ``clock64()`` right before the MMA k-loop and right after it and stores both into
-    ``protosim_loop_clock``. Refuses a source without exactly one k-loop holding the wgmma fence."""
+    reads ``clock64()`` right before the MMA k-loop, right after it, after the epilogue's TMA store
+    wait and after the warpgroup sync that follows (:data:`SLOTS`), into ``protosim_loop_clock``.
+    Refuses a source without exactly one k-loop holding the wgmma fence, or whose epilogue after it
+    has not one store wait followed by a sync."""
     loops = [m for m in _FOR.finditer(source) if _FENCE in source[m.end():_body_end(source, m.end())]]
     kernels = list(_KERNEL.finditer(source))
     if len(kernels) != 1:
@@ -72,14 +81,28 @@ def add_loop_clock(source: str) -> str:
     indent = loop.group(1)
     close = _body_end(source, loop.end())
     after = source.index("\n", close) + 1
+    rest = source[after:]
+    if rest.count(_STORE_WAIT) != 1:
+        raise ValueError(f"expected the epilogue's {_STORE_WAIT!r} once after the k-loop, found {rest.count(_STORE_WAIT)}")
+    waited = rest.index("\n", rest.index(_STORE_WAIT)) + 1
+    if _SYNC not in rest[waited:]:
+        raise ValueError(f"expected a {_SYNC}...) after the epilogue's store wait")
+    sync = rest.index(_SYNC, waited)
+    synced = rest.index("\n", sync) + 1
+    sync_indent = rest[rest.rindex("\n", 0, sync) + 1:sync]
+    wait_indent = rest[rest.rindex("\n", 0, rest.index(_STORE_WAIT)) + 1:rest.index(_STORE_WAIT)]
     return (source[:kernels[0].start()]
-            + "#if PROTOSIM_LOOP_CLOCK\n__device__ long long protosim_loop_clock[2];\n#endif\n"
+            + f"#if PROTOSIM_LOOP_CLOCK\n__device__ long long protosim_loop_clock[{len(SLOTS)}];\n#endif\n"
             + source[kernels[0].start():loop.start()]
             + f"#if PROTOSIM_LOOP_CLOCK\n{indent}long long protosim_loop_start = clock64();\n#endif\n"
             + source[loop.start():after]
             + f"#if PROTOSIM_LOOP_CLOCK\n{indent}if (((int)threadIdx.x) == 0) {{ protosim_loop_clock[0] = protosim_loop_start; "
               "protosim_loop_clock[1] = clock64(); }\n#endif\n"
-            + source[after:])
+            + rest[:waited]  # inside thread 0's branch: its own store's wait
+            + f"#if PROTOSIM_LOOP_CLOCK\n{wait_indent}protosim_loop_clock[2] = clock64();\n#endif\n"
+            + rest[waited:synced]
+            + f"#if PROTOSIM_LOOP_CLOCK\n{sync_indent}if (((int)threadIdx.x) == 0) {{ protosim_loop_clock[3] = clock64(); }}\n#endif\n"
+            + rest[synced:])
 
 
 def name_of(step: str, m: int, n: int, k: int, bn: int, stages: int) -> str:

@@ -46,7 +46,9 @@ def slopes(rows: list[dict]) -> list[dict]:
         model = (mine[k1, 0]["model_cycles"] - mine[k0, 0]["model_cycles"]) / its
         us = (mine[k1, 0]["kernel_ms"]["median"] - mine[k0, 0]["kernel_ms"]["median"]) * 1e3 / its
         us_clocked = (mine[k1, 1]["kernel_ms"]["median"] - mine[k0, 1]["kernel_ms"]["median"]) * 1e3 / its
+        epilogue = [mine[k, 1]["epilogue_cycles"] for k in ks if "epilogue_cycles" in mine[k, 1]]
         out.append({"step": step, "BLK_N": bn, "PIPE_DEPTH": stages, "clock64_cycles": clock, "model_cycles": model,
+                    "epilogue_cycles": min(epilogue) if epilogue else None,
                     "model_over_clock64": model / clock, "kernel_us": us, "kernel_us_clocked": us_clocked,
                     "implied_ghz": clock / (us_clocked * 1e3)})
     return out
@@ -85,17 +87,22 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
                    "max_abs_error": err if err == err else "nan", "diag_timeouts": int(diag[0].item()),
                    "model_cycles": c["model_cycles"]}
             if clock:
-                start, end = drv.read_int64s(fn, "protosim_loop_clock")[:2]
-                row["loop_cycles"] = end - start
+                stamps = drv.read_int64s(fn, "protosim_loop_clock")
+                row["loop_cycles"] = stamps[1] - stamps[0]
+                if len(stamps) >= 4:  # builds since the epilogue's stamps: the store drained, then synced
+                    row["store_wait_cycles"] = stamps[2] - stamps[1]
+                    row["epilogue_cycles"] = stamps[3] - stamps[1]
             rows.append(row)
             print(f"{name} c{clock}: {t['median'] * 1e3:8.2f} us" + (f", loop {row['loop_cycles']} cycles" if clock else "")
+                  + (f", epilogue {row['epilogue_cycles']} (store drained at {row['store_wait_cycles']})" if "epilogue_cycles" in row else "")
                   + f", max |err| {err:.3g}, timeouts {row['diag_timeouts']}", flush=True)
         del A, B, D, diag
     print(f"{'step':<5}{'BLK_N':>6}{'stages':>7}{'clock64/it':>11}{'model/it':>10}{'model/clock':>12}"
-          f"{'ns/it':>8}{'GHz':>7}")
+          f"{'ns/it':>8}{'GHz':>7}{'epilogue':>9}")
     for s in slopes(rows):
         print(f"{s['step']:<5}{s['BLK_N']:>6}{s['PIPE_DEPTH']:>7}{s['clock64_cycles']:>11.1f}{s['model_cycles']:>10.1f}"
-              f"{s['model_over_clock64']:>12.3f}{s['kernel_us'] * 1e3:>8.1f}{s['implied_ghz']:>7.3f}", flush=True)
+              f"{s['model_over_clock64']:>12.3f}{s['kernel_us'] * 1e3:>8.1f}{s['implied_ghz']:>7.3f}"
+              f"{s['epilogue_cycles'] if s['epilogue_cycles'] is not None else '-':>9}", flush=True)
     return rows
 
 

@@ -18,6 +18,7 @@ from kernels.runner.loop_clock import slopes
 
 FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
 STORE_WAIT = "tvm_builtin_ptx_cp_async_bulk_wait_group_async_bulk_wait_group_0();"
+STORE = "tvm_builtin_ptx_cp_async_bulk_tensor_s2g_async_bulk_tensor_2d_global_shared__cta_bulk_group(D_map, 0, 0, Dsmem);"
 HEAD = ('extern "C" __global__ void __launch_bounds__(160) kernel_kernel(int* diag_ptr);\n'
         'extern "C" __global__ void __launch_bounds__(160) kernel_kernel(int* diag_ptr) {\n')
 
@@ -39,6 +40,7 @@ WS = HEAD + f"""\
       }}
       tvm_builtin_cuda_warpgroup_sync(1);
       if (((int)threadIdx.x) == 0) {{
+        {STORE}
         {STORE_WAIT}
       }}
       tvm_builtin_cuda_warpgroup_sync(1);
@@ -58,6 +60,7 @@ V6 = HEAD + f"""\
     }}
     tvm_builtin_cuda_warpgroup_sync(1);
     if (((int)threadIdx.x) == 0) {{
+      {STORE}
       {STORE_WAIT}
     }}
     tvm_builtin_cuda_warpgroup_sync(1);
@@ -95,6 +98,8 @@ def test_the_clock_brackets_the_loop_that_holds_the_fence(source, loop):
     assert on[write].startswith(" " * indent + "if (((int)threadIdx.x) == 0)")
     # the epilogue: slot 2 right after thread 0's store wait (inside its branch), slot 3 right after
     # the sync that follows, by thread 0
+    issue = next(i for i, line in enumerate(on) if "protosim_loop_clock[4] = clock64();" in line)
+    assert on[issue + 1].strip() == STORE and on[issue].startswith(on[issue + 1][:len(on[issue + 1]) - len(STORE)])
     waited = next(i for i, line in enumerate(on) if "protosim_loop_clock[2] = clock64();" in line)
     assert on[waited - 1].strip() == STORE_WAIT
     assert on[waited + 1].strip() == "}"
@@ -102,7 +107,7 @@ def test_the_clock_brackets_the_loop_that_holds_the_fence(source, loop):
     assert synced == waited + 3 and on[synced - 1].strip() == "tvm_builtin_cuda_warpgroup_sync(1);"
     assert "if (((int)threadIdx.x) == 0)" in on[synced]
     # the array is declared once, at file scope before the kernel's definition
-    assert on.index("__device__ long long protosim_loop_clock[4];") < next(i for i, line in enumerate(on) if line.endswith("{")
+    assert on.index("__device__ long long protosim_loop_clock[5];") < next(i for i, line in enumerate(on) if line.endswith("{")
                                                                           and "__global__" in line)
 
 
@@ -111,6 +116,7 @@ def test_the_clock_brackets_the_loop_that_holds_the_fence(source, loop):
     (V6.replace("    tvm_builtin_cuda_warpgroup_sync(2);\n", f"    for (int k_2 = 0; k_2 < 4; ++k_2) {{\n      {FENCE}\n    }}\n"),
      "found 2"),
     (V6.replace(STORE_WAIT, ""), "once after the k-loop, found 0"),
+    (V6.replace(STORE, ""), "TMA store"),
     (V6.replace("    tvm_builtin_cuda_warpgroup_sync(1);\n    tvm_builtin_cuda_warpgroup_sync(2);\n", ""), "a tvm_builtin_cuda_warpgroup_sync"),
     (V6 + V6, "one kernel definition"),
 ])

@@ -48,10 +48,12 @@ _FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
 _BOUNDS = re.compile(r"__launch_bounds__\((\d+)\)")
 _STORE_WAIT = "tvm_builtin_ptx_cp_async_bulk_wait_group_async_bulk_wait_group_0();"
 _SYNC = "tvm_builtin_cuda_warpgroup_sync("
-SLOTS = ("loop_start", "loop_end", "store_waited", "store_synced")
+_STORE = "tvm_builtin_ptx_cp_async_bulk_tensor_s2g_"
+SLOTS = ("loop_start", "loop_end", "store_waited", "store_synced", "store_issue")
 """What ``protosim_loop_clock[i]`` holds: thread 0's clock64 before the MMA k-loop, after it, after
-the epilogue's ``cp.async.bulk.wait_group 0`` (the TMA store drained) and after the warpgroup sync
-that follows it (the tile's epilogue done: the last tile's, in a persistent kernel)."""
+the epilogue's ``cp.async.bulk.wait_group 0`` (the TMA store drained), after the warpgroup sync
+that follows it (the tile's epilogue done: the last tile's, in a persistent kernel), and right
+before the TMA store's issue (the accumulator in shared memory, fenced and synced)."""
 
 
 def _body_end(source: str, start: int) -> int:
@@ -84,6 +86,9 @@ def add_loop_clock(source: str) -> str:
     rest = source[after:]
     if rest.count(_STORE_WAIT) != 1:
         raise ValueError(f"expected the epilogue's {_STORE_WAIT!r} once after the k-loop, found {rest.count(_STORE_WAIT)}")
+    if rest.count(_STORE) != 1 or rest.index(_STORE) > rest.index(_STORE_WAIT):
+        raise ValueError(f"expected the epilogue's TMA store ({_STORE}...) once, before its wait")
+    issue = rest.rindex("\n", 0, rest.index(_STORE)) + 1
     waited = rest.index("\n", rest.index(_STORE_WAIT)) + 1
     if _SYNC not in rest[waited:]:
         raise ValueError(f"expected a {_SYNC}...) after the epilogue's store wait")
@@ -98,7 +103,9 @@ def add_loop_clock(source: str) -> str:
             + source[loop.start():after]
             + f"#if PROTOSIM_LOOP_CLOCK\n{indent}if (((int)threadIdx.x) == 0) {{ protosim_loop_clock[0] = protosim_loop_start; "
               "protosim_loop_clock[1] = clock64(); }\n#endif\n"
-            + rest[:waited]  # inside thread 0's branch: its own store's wait
+            + rest[:issue]  # inside thread 0's branch: its own store's issue and wait
+            + f"#if PROTOSIM_LOOP_CLOCK\n{rest[issue:rest.index(_STORE)]}protosim_loop_clock[4] = clock64();\n#endif\n"
+            + rest[issue:waited]
             + f"#if PROTOSIM_LOOP_CLOCK\n{wait_indent}protosim_loop_clock[2] = clock64();\n#endif\n"
             + rest[waited:synced]
             + f"#if PROTOSIM_LOOP_CLOCK\n{sync_indent}if (((int)threadIdx.x) == 0) {{ protosim_loop_clock[3] = clock64(); }}\n#endif\n"

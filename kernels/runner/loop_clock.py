@@ -92,9 +92,12 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
                 if len(stamps) >= 4:  # builds since the epilogue's stamps: the store drained, then synced
                     row["store_wait_cycles"] = stamps[2] - stamps[1]
                     row["epilogue_cycles"] = stamps[3] - stamps[1]
+                if len(stamps) >= 5:  # and the TMA store's issue (the accumulator stored to shared memory)
+                    row["store_issue_cycles"] = stamps[4] - stamps[1]
             rows.append(row)
             print(f"{name} c{clock}: {t['median'] * 1e3:8.2f} us" + (f", loop {row['loop_cycles']} cycles" if clock else "")
-                  + (f", epilogue {row['epilogue_cycles']} (store drained at {row['store_wait_cycles']})" if "epilogue_cycles" in row else "")
+                  + (f", epilogue {row['epilogue_cycles']} (store issued at {row.get('store_issue_cycles', '?')}, "
+                     f"drained at {row['store_wait_cycles']})" if "epilogue_cycles" in row else "")
                   + f", max |err| {err:.3g}, timeouts {row['diag_timeouts']}", flush=True)
         del A, B, D, diag
     print(f"{'step':<5}{'BLK_N':>6}{'stages':>7}{'clock64/it':>11}{'model/it':>10}{'model/clock':>12}"

@@ -208,6 +208,10 @@ class Wait(Op):
     parity: int
     use: int
     """The phase this wait is for, by the protocol's intent."""
+    computed_address: bool = False
+    """The code computes the barrier's address at run time before the first try (a ring stage's
+    barrier in TVM's Hopper kernels: ``S2UR SR_CgaCtaId`` -> ``ULEA`` -> ``LEA``), which costs
+    the arch's ``wait_address_cycles`` whether or not the phase is complete."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -31,6 +31,15 @@ takes ~520 cycles at BLK_N 16-64 instead of 400-516 (results/silicon/timing/2026
 by it: ptxas unrolls a k-loop of one or two iterations and folds the stage (v5 at K = 128, two
 stages, has no ``R2UR``); the rule says ``per_thread`` there.
 
+A wait on a ring stage's mbarrier (:attr:`protosim.ir.Wait.computed_address`) makes the barrier's
+address at run time before its first try: TVM's sm_90a code goes through ``S2UR SR_CgaCtaId`` ->
+``ULEA`` -> ``LEA`` on the wait's path, ~150 cycles where a try_wait on a completed phase alone
+takes 23 (kernels/microbench/v5_parts.py PARTS 99: v5 at one CTA with that wait skipped).
+:func:`with_ring_wait_addresses` marks, in one role's program, every wait on a barrier array of
+which the role waits on two or more elements -- the v5/v6/ws rings of two or more stages, not
+``mma_bar`` nor a one-stage ring -- for the builders and the TIRx frontend alike; what it costs
+is the arch's ``wait_address_cycles`` (0 where not measured).
+
 A shared-memory store's bank conflict follows from its lanes' addresses (:func:`bank_ways`).
 The Hopper epilogue writes each thread's wgmma accumulator fragment into a row-major D tile
 (:func:`fragment_store_ways`): on the H200 that store takes 8x the conflict-free time at BLK_N 64
@@ -42,7 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from protosim.ir import Op, ThreadCopy, Wgmma
+from protosim.ir import Op, ThreadCopy, Wait, Wgmma
 
 ELEMENTWISE_ROUNDS = 8
 """Load latencies one k-tile's element-wise copy stream waits, for a schedule whose compiled
@@ -136,3 +145,24 @@ def with_wgmma_descriptors(ops: tuple[Op, ...]) -> tuple[Op, ...]:
     if len(stages) < 2:
         return ops
     return tuple(dataclasses.replace(op, descriptors="per_thread") if isinstance(op, Wgmma) else op for op in ops)
+
+
+def _array(barrier: str) -> str | None:
+    """``tma_bar`` of ``tma_bar[1]``; None for a barrier that is not an array element."""
+    return barrier[:barrier.index("[")] if barrier.endswith("]") and "[" in barrier else None
+
+
+def with_ring_wait_addresses(ops: tuple[Op, ...]) -> tuple[Op, ...]:
+    """``ops`` (one role's program) with every wait marked ``computed_address`` whose barrier is an
+    element of an array the role waits on at two or more elements (a ring stage's barrier, its index
+    a variable at run time); unchanged otherwise."""
+    elements: dict[str, set[str]] = {}
+    for op in ops:
+        if isinstance(op, Wait) and (array := _array(op.barrier)) is not None:
+            elements.setdefault(array, set()).add(op.barrier)
+    rings = {a for a, names in elements.items() if len(names) > 1}
+    if not rings:
+        return ops
+    return tuple(dataclasses.replace(op, computed_address=True)
+                 if isinstance(op, Wait) and _array(op.barrier) in rings and not op.computed_address else op
+                 for op in ops)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from protosim.arch import ArchProfile, load_profile
+from protosim.clock import elapsed_us
 from protosim.checkers import Finding, run_checkers
 from protosim.engine import Perturbation, RunResult, race_plan, replay
 from protosim.engine.perturb import iter_explore_plan
@@ -102,10 +103,11 @@ class Timing:
             for role, per in s.stall.items()
         }
         reads = s.l2_hits + s.l2_misses
+        elapsed = elapsed_us(result.arch, result.end_cycle, s.tensor_spans)
         return Timing(
             cycles=result.end_cycle,
-            microseconds=result.arch.cycles_to_us(result.end_cycle),
-            kernel_us=result.arch.cycles_to_us(result.end_cycle) + result.arch.launch_fixed_us,
+            microseconds=elapsed,
+            kernel_us=elapsed + result.arch.launch_fixed_us,
             events=len(result.log),
             sms_used=s.sms_used,
             tma_busy=s.tma_busy / (cycles * sms),

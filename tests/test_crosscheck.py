@@ -102,14 +102,21 @@ def test_exploring_prediction_accepts_the_set_and_rejects_the_rest():
 
 def test_predicted_time_is_the_replay_plus_the_measured_launch_cost():
     """A prediction is compared with kernel-only times, which hold what an empty kernel costs
-    (h200.toml launch_fixed_us, measured): the replay's cycles at the clock plus that, and
-    only that (the replay itself does not move)."""
+    (h200.toml launch_fixed_us, measured): the nominal replay's time (its cycles at the chip's
+    clock, protosim.clock) plus that, and only that (the replay itself does not move)."""
     from protosim.arch import load_profile
+    from protosim.clock import elapsed_us
+    from protosim.crosscheck import schedule_of
+    from protosim.verdict import judge
 
     arch = load_profile("h200")
-    pred = predict(Case("v4", GemmConfig(arch="h200", M=128, N=128, K=256)), runs=1)
+    case = Case("v4", GemmConfig(arch="h200", M=128, N=128, K=256))
+    pred = predict(case, runs=1)
     assert 2 < arch.launch_fixed_us < 4 and not arch.constants["launch_fixed_us"].guess
-    assert pred.us == pytest.approx(pred.cycles / (arch.clock_ghz * 1e3) + arch.launch_fixed_us)
+    _, result = judge(schedule_of(case, "builder"))
+    assert result.end_cycle == pred.cycles
+    assert pred.us == pytest.approx(elapsed_us(arch, result.end_cycle, result.stats.tensor_spans) + arch.launch_fixed_us)
+    assert pred.us - arch.launch_fixed_us > pred.cycles / (arch.clock_ghz * 1e3)  # wgmma work: the slower clock
     assert pred.cycles > 0
 
 

@@ -46,6 +46,15 @@ class ArchProfile:
     # chip
     sm_count: int
     clock_ghz: float
+    tensor_clock_ghz: float
+    """The chip's clock while any SM's tensor core works (wgmma blocks in flight): the H200 runs
+    its work at 1.81 GHz, not 1.98 (:mod:`protosim.clock` turns a replay's cycles into time)."""
+    tensor_clock_hold_cycles: float
+    """Tensor-idle cycles the chip stays at ``tensor_clock_ghz`` through; a longer gap runs at
+    ``clock_ghz`` and pays ``tensor_clock_switch_ns``."""
+    tensor_clock_switch_ns: tuple[tuple[int, float], ...]
+    """Wall time a tensor-idle gap longer than the hold costs beyond its cycles (two clock switches
+    that count no cycle), by the gap's length in cycles: piecewise linear, flat past its ends."""
     launch_fixed_us: float
     """What a kernel-only measurement (CUDA events around the launch alone) reads beyond the
     SMs' cycles: an empty kernel's time.  Not part of any replay; added to the predicted
@@ -72,6 +81,9 @@ class ArchProfile:
     # mbarrier
     mbar_init_cycles: float
     wait_ready_cycles: float
+    wait_address_cycles: float
+    """Cycles a wait whose barrier address the code computes at run time (a ring stage's barrier,
+    :attr:`protosim.ir.Wait.computed_address`) spends before its first try."""
     arrive_cycles: float
     wake_cycles: float
     # TMA

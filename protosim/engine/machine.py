@@ -38,7 +38,7 @@ from protosim.engine import resolve
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
 from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, read_sides
-from protosim.engine.result import Blocked, RunResult, Trap, UnitStats
+from protosim.engine.result import Blocked, RunResult, Trap, UnitStats, merged_spans
 from protosim.engine.state import CtaState, WarpState
 from protosim.engine.units import UNITS, MBarrierUnit, SyncUnit, Unit
 from protosim.gcpause import gc_paused
@@ -66,6 +66,9 @@ class Machine:
         self.ctas: list[CtaState] = []
         self.finished = 0
         self._seq = 0
+        self.tensor_spans: list[list[float]] = []
+        """[start, end] of every wgmma block's time on a tensor core (the tensor core unit keeps
+        them up to date): when the chip runs at its tensor clock (:mod:`protosim.clock`)."""
         self.units: list[Unit] = [unit(self) for unit in UNITS]
         self.mbarrier: MBarrierUnit = next(u for u in self.units if isinstance(u, MBarrierUnit))
         """The unit every arrival goes through, whichever unit makes it (TMA's complete_tx, tcgen05.commit)."""
@@ -300,6 +303,7 @@ class Machine:
         stats.l2_busy = self.memory.l2_pipe.busy
         stats.hbm_busy = self.memory.hbm_pipe.busy
         stats.l2_hits, stats.l2_misses = self.memory.hits, self.memory.misses
+        stats.tensor_spans = merged_spans(self.tensor_spans)
         blocked = []
         end = self.env.now
         for w in self.warps:

@@ -68,6 +68,21 @@ class UnitStats:
     """role -> {"mbarrier": cycles, "bar.sync": ..., ...}, summed over the role's warps."""
     warps: dict[str, int] = field(default_factory=dict)
     """role -> number of warps that ran (to average stalls)."""
+    tensor_spans: list[tuple[float, float]] = field(default_factory=list)
+    """The cycles some SM's tensor core worked on wgmma blocks, as sorted disjoint (start, end)
+    spans (:func:`merged_spans`): what :mod:`protosim.clock` reads the chip's clock from."""
+
+
+def merged_spans(spans) -> list[tuple[float, float]]:
+    """``spans`` ([start, end] pairs, any order, overlapping) as sorted disjoint (start, end) spans."""
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            if end > out[-1][1]:
+                out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
 
 
 @dataclass

@@ -371,7 +371,7 @@ OP_SCHEMA: dict[str, dict[str, tuple[str, bool]]] = {
     "arrive": {"barrier": (_BARRIER, True), "use": (_INT, True), "count": (_NONNEG, False)},
     "expect_tx": {"barrier": (_BARRIER, True), "use": (_INT, True), "bytes": (_NONNEG, True)},
     "arrive_expect_tx": {"barrier": (_BARRIER, True), "use": (_INT, True), "bytes": (_NONNEG, True)},
-    "wait": {"barrier": (_BARRIER, True), "parity": (_PARITY, True), "use": (_INT, True)},
+    "wait": {"barrier": (_BARRIER, True), "parity": (_PARITY, True), "use": (_INT, True), "computed_address": (_BOOL, False)},
     "tma_load": {"barrier": (_BARRIER, True), "use": (_INT, True), "bytes": (_POS, True), "dst": (_ACCESS, True),
                  "src": (_STR, False)},
     "tma_store": {"bytes": (_POS, True), "src": (_ACCESS, True)},

@@ -41,8 +41,9 @@ class MBarrierUnit(Unit):
             Arrive: Handler(arrive_cost, self.arrive),
             ExpectTx: Handler(arrive_cost, self.expect_tx),
             ArriveExpectTx: Handler(arrive_cost, self.arrive_expect_tx),
-            # Without a skew a wait has no cost of its own before probing: skip the call.
-            Wait: Handler(self.wait_skew if self.m.perturbation.skew_cycles else None, self.wait, self.wait_woken),
+            # Without a skew or an address to compute a wait has no cost before probing: skip the call.
+            Wait: Handler(self.wait_cost if self.m.perturbation.skew_cycles or a.wait_address_cycles else None,
+                          self.wait, self.wait_woken),
         }
 
     # -- installing a step ---------------------------------------------------------
@@ -189,10 +190,13 @@ class MBarrierUnit(Unit):
 
         self._at(w, cta, act)
 
-    def wait_skew(self, w: WarpState, op: Wait) -> float:
+    def wait_cost(self, w: WarpState, op: Wait) -> float:
+        """Before the first try: the barrier's address, where the code computes it, and the
+        perturbation's skew of one warp's waits."""
         p = self.m.perturbation
-        hit = w.warp == p.skew_warp and (not p.skew_role or w.role_name == p.skew_role)
-        return p.skew_cycles if hit else 0.0
+        hit = p.skew_cycles and w.warp == p.skew_warp and (not p.skew_role or w.role_name == p.skew_role)
+        address = self.m.timing.scale(self.arch.wait_address_cycles) if op.computed_address else 0.0
+        return address + (p.skew_cycles if hit else 0.0)
 
     def wait(self, w: WarpState, i: int, op: Wait) -> simpy.Event | None:
         """Probe the barrier at the warp's real time; block unless the parity's phase is done."""

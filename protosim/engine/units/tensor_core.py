@@ -288,6 +288,8 @@ class TensorCoreUnit(Unit):
         # until a tail after; logged with the times known now, corrected if a block that enters
         # later slows this one (checkers read the log only once the replay is over).
         first = len(m.log.events)
+        span = [chain_start, max(leaves, chained)]  # the tensor core's time on the block: the chip's clock
+        m.tensor_spans.append(span)
         seqs = [m.access(w, i, acc, "r", chain_start, max(leaves, chained), op.tile, clock, 32) for acc in op.reads]
         seqs += [m.access(w, i, acc, "w", chain_start, max(leaves + tail, floor), op.tile, clock, 32)
                  for acc in op.writes]
@@ -302,6 +304,7 @@ class TensorCoreUnit(Unit):
 
         def left_unit(t: float) -> None:
             if t > leaves:
+                span[1] = max(t, chained)
                 events = m.log.events
                 for k in range(first, first + len(op.reads)):
                     events[k] = events[k]._replace(t1=max(t, chained))

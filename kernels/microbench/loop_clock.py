@@ -128,47 +128,26 @@ def model_cycles(step: str, cfg) -> float:
 
 
 def build(out: Path) -> list[Path]:
-    from kernels.toolchain import sass
     from kernels.toolchain.compiler import compile_primfunc, cuda_source
 
+    from kernels.microbench.v5_parts import compile_variants, find_cuobjdump
     from kernels.spec import KernelSpec, grid_ctas, smem_bytes
     from kernels.tirx import hopper
     from protosim.config import GemmConfig
 
-    import tvm
-    from tvm.support.nvcc import compile_cuda
-
-    tool = sass.find_cuobjdump()
-    if tool is None:
-        raise SystemExit("loop_clock: no cuobjdump (the CUDA toolkit's, or the triton wheel's bin on PATH): "
-                         "it is needed to check that _c0 is the kernel TVM builds")
+    tool = find_cuobjdump("loop_clock", "_c0")
     out.mkdir(parents=True, exist_ok=True)
     cubins, manifest = [], {}
     for step, m, n, k, bn, stages in CONFIGS:
         name = name_of(step, m, n, k, bn, stages)
         cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2 if step == "v4" else stages, arch="h200")
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
-        lib = out / f"{name}.tvm.so"
-        mod.export_library(str(lib))
-        built = sass.device_code(lib, out)
         text = add_loop_clock(cuda_source(mod))
-        (out / f"{name}.cu").write_text(text)
         manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": stages,
                           "threads": int(_BOUNDS.search(text).group(1)), "grid": grid_ctas(step, cfg),
                           "smem": smem_bytes(step, cfg), "model_cycles": model_cycles(step, cfg)}
-        for clock in (0, 1):
-            cubin = out / f"{name}_c{clock}.sm_90a.cubin"
-            with tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}):
-                cubin.write_bytes(compile_cuda(f"#define PROTOSIM_LOOP_CLOCK {clock}\n" + text, target_format="cubin",
-                                               arch="sm_90a", compiler="nvcc"))
-            cubins.append(cubin)
-        mine = sass.instructions(sass.disassemble(out / f"{name}_c0.sm_90a.cubin", tool))
-        theirs = sass.instructions(sass.disassemble(built, tool))
-        if mine != theirs:
-            raise SystemExit(f"loop_clock: {name} _c0 compiles to other SASS than TVM's library "
-                             f"({len(mine)} against {len(theirs)} instructions): not the kernel that runs")
-        print(f"{name}: _c0 SASS = TVM's ({len(mine)} instructions), {manifest[name]['threads']} threads, "
-              f"model {manifest[name]['model_cycles']:.0f} cycles", flush=True)
+        cubins += compile_variants("loop_clock", mod, text, out, name, "PROTOSIM_LOOP_CLOCK", {0: "c0", 1: "c1"}, 0, tool)
+        print(f"  {manifest[name]['threads']} threads, model {manifest[name]['model_cycles']:.0f} cycles", flush=True)
     (out / "loop_clock.json").write_text(json.dumps(manifest, indent=1))
     return cubins
 

@@ -183,8 +183,48 @@ def skip_tma_wait(source: str) -> str:
     return head + loop
 
 
-def build(out: Path) -> list[Path]:
+def compile_variants(who: str, mod, text: str, out: Path, name: str, macro: str, values, as_built, tool: str) -> list[Path]:
+    """Compile ``text`` (a kernel's TVM-generated source, patched) once for each ``#define macro
+    value`` with TVM's own nvcc command into ``OUT/<name>_<value tag>.sm_90a.cubin``, and check that
+    the ``as_built`` value compiles to the SASS of the library TVM exports for ``mod`` (the kernel
+    that runs); ``values`` maps each value to its file tag."""
+    import tvm
+    from tvm.support.nvcc import compile_cuda
+
     from kernels.toolchain import sass
+
+    lib = out / f"{name}.tvm.so"
+    mod.export_library(str(lib))
+    built = sass.device_code(lib, out)
+    (out / f"{name}.cu").write_text(text)
+    cubins = []
+    for value, tag in values.items():
+        cubin = out / f"{name}_{tag}.sm_90a.cubin"
+        with tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}):
+            cubin.write_bytes(compile_cuda(f"#define {macro} {value}\n" + text, target_format="cubin", arch="sm_90a",
+                                           compiler="nvcc"))
+        cubins.append(cubin)
+    mine = sass.instructions(sass.disassemble(out / f"{name}_{values[as_built]}.sm_90a.cubin", tool))
+    theirs = sass.instructions(sass.disassemble(built, tool))
+    if mine != theirs:
+        raise SystemExit(f"{who}: {name} {macro} {as_built} compiles to other SASS than TVM's library "
+                         f"({len(mine)} against {len(theirs)} instructions): not the kernel that runs")
+    print(f"{name}: {macro} {as_built} SASS = TVM's ({len(mine)} instructions)", flush=True)
+    return cubins
+
+
+def find_cuobjdump(who: str, what: str) -> str:
+    """The cuobjdump the build checks its SASS with; exits with how to get one when there is none."""
+    from kernels.toolchain import sass
+
+    tool = sass.find_cuobjdump()
+    if tool is None:
+        raise SystemExit(f"{who}: no cuobjdump (the CUDA toolkit's, or the triton wheel's bin on PATH): "
+                         f"it is needed to check that {what} is the kernel TVM builds")
+    return tool
+
+
+def build(out: Path) -> list[Path]:
     from kernels.toolchain.compiler import compile_primfunc, cuda_source
 
     from kernels.spec import KernelSpec
@@ -193,13 +233,7 @@ def build(out: Path) -> list[Path]:
     from protosim.config import GemmConfig
     from protosim.engine.machine import smem_bytes
 
-    import tvm
-    from tvm.support.nvcc import compile_cuda
-
-    tool = sass.find_cuobjdump()
-    if tool is None:
-        raise SystemExit("v5_parts: no cuobjdump (the CUDA toolkit's, or the triton wheel's bin on PATH): "
-                         "it is needed to check that PARTS 3 is the kernel TVM builds")
+    tool = find_cuobjdump("v5_parts", "PARTS 3")
     out.mkdir(parents=True, exist_ok=True)
     cubins, manifest = [], {}
     for step, m, n, k, bn in CONFIGS:
@@ -208,25 +242,8 @@ def build(out: Path) -> list[Path]:
         manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn,
                           "smem": smem_bytes(BUILDERS[f"hgemm_{step}"](cfg))}
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
-        lib = out / f"{name}.tvm.so"
-        mod.export_library(str(lib))
-        built = sass.device_code(lib, out)
-        cu = out / f"{name}.cu"
         text = skip_tma_wait(add_stamps(patch(cuda_source(mod))))
-        cu.write_text(text)
-        for parts in PARTS:
-            cubin = out / f"{name}_p{parts}.sm_90a.cubin"
-            with tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}):
-                cubin.write_bytes(compile_cuda(f"#define PARTS {parts}\n" + text, target_format="cubin", arch="sm_90a",
-                                                    compiler="nvcc"))
-            cubins.append(cubin)
-            print(cubin)
-        mine = sass.instructions(sass.disassemble(out / f"{name}_p3.sm_90a.cubin", tool))
-        theirs = sass.instructions(sass.disassemble(built, tool))
-        if mine != theirs:
-            raise SystemExit(f"v5_parts: {name} PARTS 3 compiles to other SASS than TVM's library "
-                             f"({len(mine)} against {len(theirs)} instructions): not the kernel that runs")
-        print(f"{name}: PARTS 3 SASS = TVM's ({len(mine)} instructions)")
+        cubins += compile_variants("v5_parts", mod, text, out, name, "PARTS", {p: f"p{p}" for p in PARTS}, 3, tool)
     (out / "v5_parts.json").write_text(json.dumps(manifest, indent=1))
     return cubins
 

@@ -18,15 +18,13 @@ the clock the kernel times imply.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import sys
 from pathlib import Path
 
 from . import timing as T
 from .launch_cost import Driver, folder_bench_exit
-from .tma_issue import CU_TENSOR_MAP_SWIZZLE_NONE, TensorMap
-from .v3_parts import DIAG_WORDS
+from .v5_parts import kernel_args, one_tile_operands
 
 
 def slopes(rows: list[dict]) -> list[dict]:
@@ -62,21 +60,13 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
     rows = []
     for name, c in manifest.items():
         m, n, k, bn = c["M"], c["N"], c["K"], c["BLK_N"]
-        A = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        B = torch.randn(n, k, dtype=torch.float16, device="cuda")
-        D = torch.empty(m, n, dtype=torch.float16, device="cuda")
-        diag = torch.zeros(DIAG_WORDS, dtype=torch.int32, device="cuda")
-        maps = (TensorMap(drv, A.data_ptr(), k, m), TensorMap(drv, B.data_ptr(), k, n, box_rows=bn),
-                TensorMap(drv, D.data_ptr(), n, m, box_rows=128, box_inner=bn, swizzle=CU_TENSOR_MAP_SWIZZLE_NONE))
-        ref = A.float() @ B.float().T
+        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
         for clock in (0, 1):
             cubin = folder / f"{name}_c{clock}.sm_90a.cubin"
             if not cubin.is_file():
                 continue
             fn = drv.function(cubin.read_bytes(), "kernel_kernel", c["smem"])
-            # (A_map, B_map, D_map, diag, consumer_delay_ns, lag_ns, lag_warp, producer_delay_ns, timeout_cycles)
-            args = [*(t.value for t in maps), ctypes.c_void_p(diag.data_ptr()), ctypes.c_int(0), ctypes.c_int(0),
-                    ctypes.c_int(-1), ctypes.c_int(0), ctypes.c_int64(1 << 40)]
+            args = kernel_args(maps, diag)
             D.fill_(float("nan"))
             diag.zero_()
             t = T.kernel_time(torch, drv.launcher(fn, c["grid"], c["threads"], c["smem"], stream, args), reps=reps, warmup=2)

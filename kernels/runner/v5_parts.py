@@ -50,6 +50,26 @@ def stamp_parts(stamps: list[int], iterations: int) -> dict:
     return row
 
 
+def one_tile_operands(torch, drv: Driver, m: int, n: int, k: int, bn: int):
+    """What a Hopper GEMM kernel of one CTA row needs: A (m x k), B (n x k) and D (m x n) in fp16
+    on the GPU, the diag words, the three tensor maps (A and B loaded in BLK_N-row boxes, D stored
+    unswizzled) and the fp32 product to check D against."""
+    A = torch.randn(m, k, dtype=torch.float16, device="cuda")
+    B = torch.randn(n, k, dtype=torch.float16, device="cuda")
+    D = torch.empty(m, n, dtype=torch.float16, device="cuda")
+    diag = torch.zeros(DIAG_WORDS, dtype=torch.int32, device="cuda")
+    maps = (TensorMap(drv, A.data_ptr(), k, m), TensorMap(drv, B.data_ptr(), k, n, box_rows=bn),
+            TensorMap(drv, D.data_ptr(), n, m, box_rows=128, box_inner=bn, swizzle=CU_TENSOR_MAP_SWIZZLE_NONE))
+    return A, B, D, diag, maps, A.float() @ B.float().T
+
+
+def kernel_args(maps, diag) -> list:
+    """The kernels' arguments with no delay knob set and a timeout no run reaches: (A_map, B_map,
+    D_map, diag, consumer_delay_ns, lag_ns, lag_warp, producer_delay_ns, timeout_cycles)."""
+    return [*(t.value for t in maps), ctypes.c_void_p(diag.data_ptr()), ctypes.c_int(0), ctypes.c_int(0),
+            ctypes.c_int(-1), ctypes.c_int(0), ctypes.c_int64(1 << 40)]
+
+
 def measure(torch, folder: Path, reps: int) -> list[dict]:
     """Every kernel of ``v5_parts.json`` (the build's manifest: config, dynamic shared memory)."""
     drv = Driver()
@@ -58,21 +78,13 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
     rows = []
     for name, c in manifest.items():
         m, n, k, bn = c["M"], c["N"], c["K"], c["BLK_N"]
-        A = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        B = torch.randn(n, k, dtype=torch.float16, device="cuda")
-        D = torch.empty(m, n, dtype=torch.float16, device="cuda")
-        diag = torch.zeros(DIAG_WORDS, dtype=torch.int32, device="cuda")
-        maps = (TensorMap(drv, A.data_ptr(), k, m), TensorMap(drv, B.data_ptr(), k, n, box_rows=bn),
-                TensorMap(drv, D.data_ptr(), n, m, box_rows=128, box_inner=bn, swizzle=CU_TENSOR_MAP_SWIZZLE_NONE))
-        ref = A.float() @ B.float().T
+        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
         for parts, what in PARTS.items():
             cubin = folder / f"{name}_p{parts}.sm_90a.cubin"
             if not cubin.is_file():  # a run may carry only some of the variants
                 continue
             fn = drv.function(cubin.read_bytes(), "kernel_kernel", c["smem"])
-            # (A_map, B_map, D_map, diag, consumer_delay_ns, lag_ns, lag_warp, producer_delay_ns, timeout_cycles)
-            args = [*(t.value for t in maps), ctypes.c_void_p(diag.data_ptr()), ctypes.c_int(0), ctypes.c_int(0),
-                    ctypes.c_int(-1), ctypes.c_int(0), ctypes.c_int64(1 << 40)]
+            args = kernel_args(maps, diag)
             D.fill_(float("nan"))
             diag.zero_()
             t = T.kernel_time(torch, drv.launcher(fn, 1, 128, c["smem"], stream, args), reps=reps, warmup=2)

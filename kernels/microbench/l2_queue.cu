@@ -9,7 +9,10 @@
 //   CTA 0 (the probe):   spins `delay` cycles, issues one bulk load of `probe_bytes` and times
 //                        it from issue to its mbarrier wait's return;
 //   the others (flood):  when `flood` != 0, issue `loads` bulk loads of `chunk` bytes each from
-//                        their own part of `src` (in L2) onto one mbarrier, and wait for all.
+//                        a part of `src` (in L2) onto one mbarrier, and wait for all: with
+//                        `flood` 1 each its own part; with `flood` G >= 2 groups of G flooders
+//                        (CTAs 1..G, G+1..2G, ...) read the same part at once -- the GEMMs' A tile,
+//                        which the CTAs of one row of the grid read together.
 // out[0] = probe latency, out[1] = the probe's actual delay after the barrier (cycles);
 // out[2b], out[2b+1] = flooder b's cycles from the barrier to its last issue and to its last byte.
 // kernels/runner/l2_queue.py runs it.  Build (CPU machine):
@@ -43,7 +46,8 @@ extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restr
     }
     if (!flood) return;
     expect_tx(b, chunk * loads);
-    const char *mine = src + (size_t)blockIdx.x * loads * chunk;
+    const int owner = flood <= 1 ? blockIdx.x : 1 + (blockIdx.x - 1) / flood * flood;  // never 0: the probe's part
+    const char *mine = src + (size_t)owner * loads * chunk;
     for (int j = 0; j < loads; ++j) bulk_load(smem_addr(smem + (size_t)j * chunk), mine + (size_t)j * chunk, chunk, b);
     const long long t1 = clock64();
     wait_parity(b, 0);

@@ -2,7 +2,8 @@
 
 kernels/microbench/l2_queue.cu: 132 CTAs, one an SM; after a grid barrier CTA 0 waits ``delay``
 cycles and times one bulk load of ``probe`` bytes, while (``flood``) the 131 others each issue
-``loads`` bulk loads of ``chunk`` bytes from the L2.  With no flood the probe's latency is the
+``loads`` bulk loads of ``chunk`` bytes from the L2 -- each its own bytes (flood 1), or in groups
+of :data:`SHARED` flooders reading the same bytes at once (flood = the group's size).  With no flood the probe's latency is the
 unloaded one; with the flood it shows how long a load waits behind the bytes other SMs asked
 for first -- all of them (a first-come first-served pipe, as the model has it), or its share.
 Run on the GPU machine:
@@ -27,6 +28,9 @@ SMEM = 200 * 1024
 """Dynamic shared memory per CTA: more than half an SM's, so one CTA an SM (as tma_stream's SMEM_ALONE)."""
 CHUNK, LOADS = 32768, 6
 """The flood: six 32 KiB bulk loads a flooder (192 KiB; 25 MB over 131 SMs)."""
+SHARED = (4, 32, 131)
+"""Flood modes where groups of this many flooders read the same part of ``src`` at once (1: each
+its own): the same bytes requested, 1/G of them distinct."""
 
 
 def measure(torch, cubin: bytes, reps: int) -> list[dict]:
@@ -39,9 +43,9 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     flood_bytes = (SM_COUNT - 1) * LOADS * CHUNK
     rows = []
     for probe in (2048, 16384):
-        for flood in (0, 1):
+        for flood in (0, 1, *SHARED):
             for delay in (0, 250, 500, 1000, 2000, 4000, 8000):
-                if not flood and delay not in (0, 1000):
+                if not flood and delay not in (0, 1000) or flood in SHARED and delay not in (0, 1000):
                     continue
                 lat, actual, issued, landed, landed_max = [], [], [], [], []
                 for _ in range(reps):
@@ -60,7 +64,8 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
                         issued.append(statistics.median(o[2::2][1:]))
                         landed.append(statistics.median(o[3::2][1:]))
                         landed_max.append(max(o[3::2][1:]))
-                row = {"probe_bytes": probe, "flood": flood, "delay": delay, "chunk": CHUNK, "loads": LOADS,
+                row = {"probe_bytes": probe, "flood": flood, "sharing": flood if flood > 1 else 1, "delay": delay,
+                       "chunk": CHUNK, "loads": LOADS,
                        "flood_bytes": flood_bytes if flood else 0, "reps": reps,
                        "probe_cycles_median": statistics.median(lat), "probe_cycles": lat,
                        "probe_delay_median": statistics.median(actual)}

@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.split("\n\n")[-1].strip(), file=sys.stderr)
         return 2
     rows = [json.loads(line) for line in Path(args[0]).read_text().splitlines() if line.strip()]
-    probes = [(r["probe_bytes"], r["delay"], r["probe_delay_median"], r["probe_cycles_median"]) for r in rows if r["flood"]]
+    # flood 1: each flooder its own bytes (the shared modes, flood >= 2, ask another question)
+    probes = [(r["probe_bytes"], r["delay"], r["probe_delay_median"], r["probe_cycles_median"]) for r in rows if r["flood"] == 1]
     print("measured      " + " ".join(f"{m:>5.0f}" for *_, m in probes))
     for name, model in (("at issue", at_issue), ("trickle", trickle)):
         for rate in (4200, 5050, 7000):

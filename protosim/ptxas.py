@@ -166,3 +166,10 @@ def with_ring_wait_addresses(ops: tuple[Op, ...]) -> tuple[Op, ...]:
     return tuple(dataclasses.replace(op, computed_address=True)
                  if isinstance(op, Wait) and _array(op.barrier) in rings and not op.computed_address else op
                  for op in ops)
+
+
+def as_compiled(ops: tuple[Op, ...]) -> tuple[Op, ...]:
+    """One role's program as TVM's compiled code runs it: its wgmma descriptors
+    (:func:`with_wgmma_descriptors`) and its ring waits' addresses (:func:`with_ring_wait_addresses`)
+    -- what the builders and the TIRx frontend both state of every role."""
+    return with_ring_wait_addresses(with_wgmma_descriptors(ops))

@@ -45,7 +45,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     for probe in (2048, 16384):
         for flood in (0, 1, *SHARED):
             for delay in (0, 250, 500, 1000, 2000, 4000, 8000):
-                if not flood and delay not in (0, 1000) or flood in SHARED and delay not in (0, 1000):
+                if flood != 1 and delay not in (0, 1000):  # the delay sweep is the distinct flood's
                     continue
                 lat, actual, issued, landed, landed_max = [], [], [], [], []
                 for _ in range(reps):

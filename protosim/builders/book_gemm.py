@@ -125,7 +125,7 @@ from protosim.ir import (
     WaitLd,
 )
 from protosim.pipeline import Pipeline, PipelineState
-from protosim.ptxas import with_ring_wait_addresses
+from protosim.ptxas import as_compiled
 
 ARCH = "b200"
 SM_COUNT = 148
@@ -317,7 +317,7 @@ class BookCta:
 
     def roles(self) -> tuple[tuple[Op, ...], ...]:
         """In warp order: writeback warpgroup(s), MMA warp(s), idle warp(s), producer warp."""
-        return tuple(with_ring_wait_addresses(tuple(ops)) for ops in (*self.wb, *self.mma, *self.idle, self.producer))
+        return tuple(as_compiled(tuple(ops)) for ops in (*self.wb, *self.mma, *self.idle, self.producer))
 
     def every_role(self) -> list[list[Op]]:
         return [*self.wb, *self.mma, *self.idle, self.producer]

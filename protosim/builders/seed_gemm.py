@@ -21,7 +21,7 @@ from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
 from protosim.ir import CtaProgram, Op, RoleDecl, Schedule
 from protosim.pipeline import Pipeline, PipelineState
-from protosim.ptxas import with_copy_streams, with_ring_wait_addresses, with_wgmma_descriptors
+from protosim.ptxas import as_compiled, with_copy_streams
 
 MMA_START = PipelineState.consumer_start(1)
 """Where the warpgroup's ``phase_mma`` starts: it waits for the first MMA's completion."""
@@ -47,7 +47,7 @@ def _schedule(step: int, cfg: GemmConfig, arch: ArchProfile, stages: int, tma: b
         barriers=barriers,
         buffers=buffers,
         roles=(RoleDecl(MMA_ROLE, WARPS),),
-        ctas=tuple(CtaProgram(i, (with_ring_wait_addresses(with_wgmma_descriptors(tuple(ops))),)) for i, ops in enumerate(ctas)),
+        ctas=tuple(CtaProgram(i, (as_compiled(tuple(ops)),)) for i, ops in enumerate(ctas)),
         l2_at_launch=cfg.l2_at_launch,
         config=cfg.to_dict(),
         regs_per_thread=regs_per_thread,

@@ -57,7 +57,7 @@ from protosim.ir import (
     Sleep,
 )
 from protosim.pipeline import Pipeline, PipelineState
-from protosim.ptxas import with_ring_wait_addresses, with_wgmma_descriptors
+from protosim.ptxas import as_compiled
 
 CONSUMER_WARPS = 4
 PRODUCER_WARPS = 1
@@ -182,8 +182,7 @@ def build_ws_cluster(cfg: GemmConfig) -> Schedule:
                             producer=p.ops.append, consumer=c.ops.append)
             ws_gemm._consumer(c, ring, tiles, enter=_cluster_prologue_sync, release_ranks=cta.peers, leave=_exit_sync)
             ws_gemm._producer(p, ring, tiles, fill=_fill(cta), enter=_cluster_prologue_sync, leave=_exit_sync)
-            roles: tuple[tuple[Op, ...], ...] = (with_ring_wait_addresses(with_wgmma_descriptors(tuple(c.ops))),
-                                                  with_ring_wait_addresses(tuple(p.ops)))
+            roles: tuple[tuple[Op, ...], ...] = (as_compiled(tuple(c.ops)), as_compiled(tuple(p.ops)))
             ctas.append(CtaProgram(c_idx * size + rank, roles))
     return Schedule(
         name="hgemm_ws",

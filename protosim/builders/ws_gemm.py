@@ -60,7 +60,7 @@ from protosim.config import ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
 from protosim.ir import CtaProgram, CtaSync, MbarInit, Op, RoleDecl, Schedule
 from protosim.pipeline import Pipeline, PipelineState
-from protosim.ptxas import with_ring_wait_addresses, with_wgmma_descriptors
+from protosim.ptxas import as_compiled
 
 CONSUMER_WARPS = 4
 PRODUCER_WARPS = 1
@@ -155,8 +155,7 @@ def build_ws(cfg: GemmConfig) -> Schedule:
                         producer=p.ops.append, consumer=c.ops.append)
         _consumer(c, ring, tiles)
         _producer(p, ring, tiles)
-        roles: tuple[tuple[Op, ...], ...] = (with_ring_wait_addresses(with_wgmma_descriptors(tuple(c.ops))),
-                                                  with_ring_wait_addresses(tuple(p.ops)))
+        roles: tuple[tuple[Op, ...], ...] = (as_compiled(tuple(c.ops)), as_compiled(tuple(p.ops)))
         ctas.append(CtaProgram(i, roles))
     return Schedule(
         name="hgemm_ws",

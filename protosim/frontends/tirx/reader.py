@@ -17,7 +17,7 @@ from protosim.frontends.tirx.recognize import MAX_OPS, Budget, Raw, Recognizer, 
 from protosim.frontends.tirx.tags import Storage, derive_tags, drafts_for_role, find_roles, finish_copy, finish_wgmma
 from protosim.gcpause import gc_paused
 from protosim.ir import L2_AT_LAUNCH, CtaProgram, RoleDecl, Schedule, ScheduleError, validate
-from protosim.ptxas import with_copy_streams, with_ring_wait_addresses, with_wgmma_descriptors
+from protosim.ptxas import as_compiled, with_copy_streams
 
 ARCH_OF_MMA = {"tcgen05": "b200", "wgmma": "h200"}
 
@@ -132,6 +132,5 @@ def _finish(indices: list[int], raws: list[list[Raw]], roles: list, storage: Sto
                         finish_copy(d)
             group.append(drafts)
         for i, ops in zip(indices[start:start + cluster], derive_tags(group)):
-            programs.append(CtaProgram(i, tuple(with_ring_wait_addresses(with_wgmma_descriptors(with_copy_streams(tuple(role_ops))))
-                                                 for role_ops in ops)))
+            programs.append(CtaProgram(i, tuple(as_compiled(with_copy_streams(tuple(role_ops))) for role_ops in ops)))
     return programs

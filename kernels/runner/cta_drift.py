@@ -1,0 +1,112 @@
+"""How far apart in time the CTAs that read one tile ask for it, on the GPU (issue 16).
+
+kernels/microbench/cta_drift.py builds, per config, the kernel as TVM builds it (``_c0``) and the
+same kernel with thread 0 stamping ``%globaltimer`` and ``clock64()`` at the top of every MMA
+k-iteration (``_c1``). This times both kernel-only (inputs in L2) and reads the stamps of ``_c1``'s
+last launch. Run on the GPU machine:
+
+    python -m kernels.runner.cta_drift --cubin B/v4_drift_512x512x2048_n16_s2_c0.sm_90a.cubin --out results.jsonl
+
+(``--cubin`` names any one of the cubins; the others, listed in the folder's ``cta_drift.json``,
+are read from beside it.) One JSON line per config: both kernel times, and for every CTA's
+k-iteration the gap to the nearest other CTA's same iteration over the same A tile and over the
+same B tile (``%globaltimer`` ns; the quantiles, and the share within 125 / 250 / 500 ns), the
+same between CTAs on one SM (``clock64`` cycles, exact), and the timer's granularity.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from . import timing as T
+from .launch_cost import Driver, folder_bench_exit
+from .v5_parts import kernel_args, one_tile_operands
+
+WITHIN_NS = (125, 250, 500)
+"""~250, ~500 and ~1,000 cycles at 1.8-2 GHz: l2_stagger's readers shared fully 250 cycles apart
+and hardly at all 1,000 apart."""
+
+
+def nearest_gaps(times: list[list[int]], groups: list[int]) -> list[int]:
+    """For every (CTA, iteration): the gap to the nearest other CTA of the same group at the same
+    iteration (none for a CTA alone in its group)."""
+    by: dict[tuple[int, int], list[int]] = {}
+    for c, row in enumerate(times):
+        for k, t in enumerate(row):
+            by.setdefault((groups[c], k), []).append(t)
+    gaps = []
+    for ts in by.values():
+        ts.sort()
+        for i, t in enumerate(ts):
+            near = [abs(t - ts[j]) for j in (i - 1, i + 1) if 0 <= j < len(ts)]
+            if near:
+                gaps.append(min(near))
+    return gaps
+
+
+def summary(gaps: list[int]) -> dict:
+    if not gaps:
+        return {}
+    q = statistics.quantiles(gaps, n=10, method="inclusive") if len(gaps) > 1 else [gaps[0]] * 9
+    return {"n": len(gaps), "p10": q[0], "p50": q[4], "p90": q[8], "max": max(gaps),
+            **{f"within_{w}": sum(g <= w for g in gaps) / len(gaps) for w in WITHIN_NS}}
+
+
+def measure(torch, folder: Path, reps: int) -> list[dict]:
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    manifest = json.loads((folder / "cta_drift.json").read_text())
+    rows = []
+    for name, c in manifest.items():
+        m, n, k, bn, its, grid = c["M"], c["N"], c["K"], c["BLK_N"], c["k_iters"], c["grid"]
+        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
+        row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
+               "grid": grid, "threads": c["threads"], "smem": c["smem"], "k_iters": its}
+        for stamped in (0, 1):
+            fn = drv.function((folder / f"{name}_c{stamped}.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
+            D.fill_(float("nan"))
+            diag.zero_()
+            t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], c["smem"], stream, kernel_args(maps, diag)),
+                              reps=reps, warmup=2)
+            torch.cuda.synchronize()
+            err = float((D.float() - ref).abs().max().item())
+            row[f"kernel_ms_c{stamped}"] = t
+            row[f"max_abs_error_c{stamped}"] = err if err == err else "nan"
+            row[f"diag_timeouts_c{stamped}"] = int(diag[0].item())
+            if not stamped:
+                continue
+            ns = drv.read_int64s(fn, "protosim_drift_ns")
+            clk = drv.read_int64s(fn, "protosim_drift_clock")
+            sm = drv.read_int64s(fn, "protosim_drift_sm")
+            ns_rows = [ns[b * its:(b + 1) * its] for b in range(grid)]
+            clk_rows = [clk[b * its:(b + 1) * its] for b in range(grid)]
+            m_tiles = c["m_tiles"]
+            steps = sorted({b - a for r in ns_rows for a, b in zip(r, r[1:]) if b > a})
+            row.update({
+                "a_tile_gap_ns": summary(nearest_gaps(ns_rows, [b % m_tiles for b in range(grid)])),
+                "b_tile_gap_ns": summary(nearest_gaps(ns_rows, [b // m_tiles for b in range(grid)])),
+                "same_sm_gap_cycles": summary(nearest_gaps(clk_rows, sm[:grid])),
+                "timer_step_ns": steps[0] if steps else None,
+                "iteration_ns_median": statistics.median(b - a for r in ns_rows for a, b in zip(r, r[1:])) if its > 1 else None,
+                "ctas_per_sm_max": max(sm[:grid].count(s) for s in set(sm[:grid])),
+            })
+        a, b = row["a_tile_gap_ns"], row["b_tile_gap_ns"]
+        print(f"{name}: {row['kernel_ms_c0']['median'] * 1e3:.1f} us (stamped {row['kernel_ms_c1']['median'] * 1e3:.1f}), "
+              f"iteration {row['iteration_ns_median']} ns, timer step {row['timer_step_ns']} ns; nearest co-reader: "
+              f"A p10/p50/p90 {a['p10']:.0f}/{a['p50']:.0f}/{a['p90']:.0f} ns, within 125/250/500 ns "
+              f"{a['within_125']:.2f}/{a['within_250']:.2f}/{a['within_500']:.2f}; "
+              f"B p50 {b['p50']:.0f} ns, within 125 {b['within_125']:.2f}; max |err| {row['max_abs_error_c1']:.3g}", flush=True)
+        rows.append(row)
+        del A, B, D, diag
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    return folder_bench_exit("cta_drift", __doc__, argv, measure, 10, "JSON lines, one per config")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -8,7 +8,9 @@ last launch. Run on the GPU machine:
     python -m kernels.runner.cta_drift --cubin B/v4_drift_512x512x2048_n16_s2_c0.sm_90a.cubin --out results.jsonl
 
 (``--cubin`` names any one of the cubins; the others, listed in the folder's ``cta_drift.json``,
-are read from beside it.) One JSON line per config: both kernel times, and for every CTA's
+are read from beside it.) The stamped kernel runs with its own shared memory and again with more,
+so that at most 3, 2 or 1 CTAs fit an SM (:data:`FORCED_SMEM`): the same grid and reads at fewer
+CTAs an SM. One JSON line per config: the kernel times, and per run for every CTA's
 k-iteration the gap to the nearest other CTA's same iteration over the same A tile and over the
 same B tile (``%globaltimer`` ns; the quantiles, and the share within 125 / 250 / 500 ns), the
 same between CTAs on one SM (``clock64`` cycles, exact), and the timer's granularity.
@@ -55,52 +57,72 @@ def summary(gaps: list[int]) -> dict:
             **{f"within_{w}": sum(g <= w for g in gaps) / len(gaps) for w in WITHIN_NS}}
 
 
+FORCED_SMEM = {1: 200 * 1024, 2: 100 * 1024, 3: 68 * 1024}
+"""Dynamic shared memory that leaves room for at most 1, 2 or 3 CTAs an SM (228 KiB an SM, 1 KiB
+reserved a CTA): the stamped kernel is run at each of these above its own need, and at its own, so
+a config's k-iteration can be read at several CTAs an SM with the same grid and the same reads."""
+
+
+def stamped_run(torch, drv: Driver, folder: Path, name: str, c: dict, smem: int, operands, reps: int) -> dict:
+    """Launch ``name``'s stamped kernel with ``smem`` bytes of dynamic shared memory; its times and
+    the stamps of its last launch, summarized."""
+    stream = torch.cuda.current_stream().cuda_stream
+    A, B, D, diag, maps, ref = operands
+    its, grid, m_tiles = c["k_iters"], c["grid"], c["m_tiles"]
+    fn = drv.function((folder / f"{name}_c1.sm_90a.cubin").read_bytes(), "kernel_kernel", smem)
+    D.fill_(float("nan"))
+    diag.zero_()
+    t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], smem, stream, kernel_args(maps, diag)),
+                      reps=reps, warmup=2)
+    torch.cuda.synchronize()
+    err = float((D.float() - ref).abs().max().item())
+    ns = drv.read_int64s(fn, "protosim_drift_ns")
+    clk = drv.read_int64s(fn, "protosim_drift_clock")
+    sm = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
+    ns_rows = [ns[b * its:(b + 1) * its] for b in range(grid)]
+    clk_rows = [clk[b * its:(b + 1) * its] for b in range(grid)]
+    return {"smem": smem, "kernel_ms": t, "max_abs_error": err if err == err else "nan",
+            "diag_timeouts": int(diag[0].item()),
+            "a_tile_gap_ns": summary(nearest_gaps(ns_rows, [b % m_tiles for b in range(grid)])),
+            "b_tile_gap_ns": summary(nearest_gaps(ns_rows, [b // m_tiles for b in range(grid)])),
+            "same_sm_gap_cycles": summary(nearest_gaps(clk_rows, sm)),
+            "iteration_ns_median": statistics.median(b - a for r in ns_rows for a, b in zip(r, r[1:])) if its > 1 else None,
+            "iteration_cycles_median": statistics.median(b - a for r in clk_rows for a, b in zip(r, r[1:])) if its > 1 else None,
+            "ctas_on_busiest_sm": max(sm.count(s_) for s_ in set(sm))}
+
+
 def measure(torch, folder: Path, reps: int) -> list[dict]:
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
     manifest = json.loads((folder / "cta_drift.json").read_text())
     rows = []
     for name, c in manifest.items():
-        m, n, k, bn, its, grid = c["M"], c["N"], c["K"], c["BLK_N"], c["k_iters"], c["grid"]
-        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
+        m, n, k, bn, grid = c["M"], c["N"], c["K"], c["BLK_N"], c["grid"]
+        operands = one_tile_operands(torch, drv, m, n, k, bn)
+        A, B, D, diag, maps, ref = operands
+        fn = drv.function((folder / f"{name}_c0.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
+        D.fill_(float("nan"))
+        diag.zero_()
+        t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], c["smem"], stream, kernel_args(maps, diag)),
+                          reps=reps, warmup=2)
+        torch.cuda.synchronize()
+        err = float((D.float() - ref).abs().max().item())
         row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
-               "grid": grid, "threads": c["threads"], "smem": c["smem"], "k_iters": its}
-        for stamped in (0, 1):
-            fn = drv.function((folder / f"{name}_c{stamped}.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
-            D.fill_(float("nan"))
-            diag.zero_()
-            t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], c["smem"], stream, kernel_args(maps, diag)),
-                              reps=reps, warmup=2)
-            torch.cuda.synchronize()
-            err = float((D.float() - ref).abs().max().item())
-            row[f"kernel_ms_c{stamped}"] = t
-            row[f"max_abs_error_c{stamped}"] = err if err == err else "nan"
-            row[f"diag_timeouts_c{stamped}"] = int(diag[0].item())
-            if not stamped:
-                continue
-            ns = drv.read_int64s(fn, "protosim_drift_ns")
-            clk = drv.read_int64s(fn, "protosim_drift_clock")
-            sm = drv.read_int64s(fn, "protosim_drift_sm")
-            ns_rows = [ns[b * its:(b + 1) * its] for b in range(grid)]
-            clk_rows = [clk[b * its:(b + 1) * its] for b in range(grid)]
-            m_tiles = c["m_tiles"]
-            steps = sorted({b - a for r in ns_rows for a, b in zip(r, r[1:]) if b > a})
-            row.update({
-                "a_tile_gap_ns": summary(nearest_gaps(ns_rows, [b % m_tiles for b in range(grid)])),
-                "b_tile_gap_ns": summary(nearest_gaps(ns_rows, [b // m_tiles for b in range(grid)])),
-                "same_sm_gap_cycles": summary(nearest_gaps(clk_rows, sm[:grid])),
-                "timer_step_ns": steps[0] if steps else None,
-                "iteration_ns_median": statistics.median(b - a for r in ns_rows for a, b in zip(r, r[1:])) if its > 1 else None,
-                "ctas_per_sm_max": max(sm[:grid].count(s) for s in set(sm[:grid])),
-            })
-        a, b = row["a_tile_gap_ns"], row["b_tile_gap_ns"]
-        print(f"{name}: {row['kernel_ms_c0']['median'] * 1e3:.1f} us (stamped {row['kernel_ms_c1']['median'] * 1e3:.1f}), "
-              f"iteration {row['iteration_ns_median']} ns, timer step {row['timer_step_ns']} ns; nearest co-reader: "
-              f"A p10/p50/p90 {a['p10']:.0f}/{a['p50']:.0f}/{a['p90']:.0f} ns, within 125/250/500 ns "
-              f"{a['within_125']:.2f}/{a['within_250']:.2f}/{a['within_500']:.2f}; "
-              f"B p50 {b['p50']:.0f} ns, within 125 {b['within_125']:.2f}; max |err| {row['max_abs_error_c1']:.3g}", flush=True)
+               "grid": grid, "threads": c["threads"], "smem": c["smem"], "k_iters": c["k_iters"],
+               "kernel_ms_c0": t, "max_abs_error_c0": err if err == err else "nan",
+               "diag_timeouts_c0": int(diag[0].item()), "stamped": []}
+        for smem in [c["smem"]] + [s_ for _, s_ in sorted(FORCED_SMEM.items(), reverse=True) if s_ > c["smem"]]:
+            r = stamped_run(torch, drv, folder, name, c, smem, operands, reps)
+            row["stamped"].append(r)
+            a, b = r["a_tile_gap_ns"], r["b_tile_gap_ns"]
+            print(f"{name} smem {smem // 1024:>3} KiB ({r['ctas_on_busiest_sm']:>2} CTAs on the busiest SM): "
+                  f"{t['median'] * 1e3 if smem == c['smem'] else float('nan'):.1f} us as built, stamped "
+                  f"{r['kernel_ms']['median'] * 1e3:.1f} us; iteration {r['iteration_ns_median']} ns "
+                  f"{r['iteration_cycles_median']} cycles; nearest co-reader A p50/p90 {a['p50']:.0f}/{a['p90']:.0f} ns "
+                  f"(within 125 ns {a['within_125']:.2f}), B p50 {b['p50']:.0f} ns; max |err| {r['max_abs_error']:.3g}",
+                  flush=True)
         rows.append(row)
-        del A, B, D, diag
+        del operands, A, B, D, diag
     return rows
 
 

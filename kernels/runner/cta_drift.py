@@ -10,7 +10,8 @@ last launch. Run on the GPU machine:
 (``--cubin`` names any one of the cubins; the others, listed in the folder's ``cta_drift.json``,
 are read from beside it.) The stamped kernel runs with its own shared memory and again with more,
 so that at most 3, 2 or 1 CTAs fit an SM (:data:`FORCED_SMEM`): the same grid and reads at fewer
-CTAs an SM. One JSON line per config: the kernel times, and per run for every CTA's
+CTAs an SM. (``--blocked``: :func:`measure_blocked`, the co-residency test with SMs held by
+kernels/microbench/sm_blocker.cu.) One JSON line per config: the kernel times, and per run for every CTA's
 k-iteration the gap to the nearest other CTA's same iteration over the same A tile and over the
 same B tile (``%globaltimer`` ns; the quantiles, and the share within 125 / 250 / 500 ns), the
 same between CTAs on one SM (``clock64`` cycles, exact), and the timer's granularity.
@@ -18,13 +19,14 @@ same between CTAs on one SM (``clock64`` cycles, exact), and the timer's granula
 
 from __future__ import annotations
 
+import ctypes
 import json
 import statistics
 import sys
 from pathlib import Path
 
 from . import timing as T
-from .launch_cost import Driver, folder_bench_exit
+from .launch_cost import Driver, folder_bench_exit, take_flag
 from .v5_parts import kernel_args, one_tile_operands
 
 WITHIN_NS = (125, 250, 500)
@@ -126,7 +128,80 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
     return rows
 
 
+BLOCKED_GRID = 132
+"""--blocked: the first 132 CTAs of each grid (its first tiles), run on all 132 SMs, or on the SMs
+that :data:`BLOCKERS` spinning CTAs of kernels/microbench/sm_blocker.cu leave free."""
+BLOCKERS = (0, 66, 99)
+BLOCKER_SMEM = 227 * 1024
+"""An SM's largest CTA: no room left on a held SM for any CTA of the grids here."""
+BLOCKER_CYCLES = 20_000_000
+"""~10 ms: far longer than any of the grids here (<= ~0.1 ms at 132 CTAs)."""
+
+
+def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
+    """Each config's first :data:`BLOCKED_GRID` CTAs with 0, 66 or 99 SMs held by spinning CTAs on
+    another stream: the same CTAs at 1, 2 or 4+ CTAs an SM while the chip's L2 traffic stays that of
+    132 CTAs -- whether the k-iteration's growth with co-resident CTAs is the SM's or the chip's."""
+    import time
+
+    drv = Driver()
+    manifest = json.loads((folder / "cta_drift.json").read_text())
+    blocker = drv.function((folder / "sm_blocker.sm_90a.cubin").read_bytes(), "sm_blocker", BLOCKER_SMEM)
+    held_stream, gemm_stream = torch.cuda.Stream(), torch.cuda.Stream()
+    started = torch.zeros(1, dtype=torch.int32, device="cuda")
+    held = torch.zeros(max(BLOCKERS), dtype=torch.int32, device="cuda")
+    rows = []
+    for name, c in manifest.items():
+        m, n, k, bn, its = c["M"], c["N"], c["K"], c["BLK_N"], c["k_iters"]
+        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
+        fn = drv.function((folder / f"{name}_c1.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
+        gemm = drv.launcher(fn, BLOCKED_GRID, c["threads"], c["smem"], gemm_stream.cuda_stream, kernel_args(maps, diag))
+        covered = [(b % c["m_tiles"], b // c["m_tiles"]) for b in range(BLOCKED_GRID)]
+        for nblock in BLOCKERS:
+            hold = drv.launcher(blocker, nblock, 32, BLOCKER_SMEM, held_stream.cuda_stream,
+                                [ctypes.c_int64(BLOCKER_CYCLES), ctypes.c_void_p(started.data_ptr()),
+                                 ctypes.c_void_p(held.data_ptr())])
+            iters, overlap, sms = [], 0, set()
+            for _ in range(reps):
+                torch.cuda.synchronize()
+                started.zero_()
+                held.fill_(-1)
+                D.fill_(float("nan"))
+                torch.cuda.synchronize()
+                if nblock:
+                    hold()
+                    time.sleep(0.002)  # the spinning CTAs resident before the grid is launched
+                gemm()
+                torch.cuda.synchronize()
+                clk = drv.read_int64s(fn, "protosim_drift_clock")
+                sm = drv.read_int64s(fn, "protosim_drift_sm")[:BLOCKED_GRID]
+                iters.append(statistics.median(b - a for cta in range(BLOCKED_GRID)
+                                               for a, b in zip(clk[cta * its:(cta + 1) * its], clk[cta * its + 1:(cta + 1) * its])))
+                blocked_sms = set(held[:nblock].tolist())
+                overlap += len(blocked_sms & set(sm))
+                sms |= set(sm)
+                spun = int(started.item())
+            err = max(float((D[i * 128:(i + 1) * 128, j * bn:(j + 1) * bn].float()
+                             - ref[i * 128:(i + 1) * 128, j * bn:(j + 1) * bn]).abs().max().item()) for i, j in covered)
+            per_sm = BLOCKED_GRID / max(1, len(sms))
+            row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
+                   "mode": "blocked", "grid": BLOCKED_GRID, "blockers": nblock, "blockers_started": spun,
+                   "gemm_sms": len(sms), "ctas_per_sm": per_sm, "sms_shared_with_blockers": overlap, "reps": reps,
+                   "iteration_cycles_median": statistics.median(iters), "iteration_cycles": iters,
+                   "max_abs_error_covered": err if err == err else "nan"}
+            rows.append(row)
+            print(f"{name} first {BLOCKED_GRID} CTAs, {nblock:>2} SMs held ({spun} spinning): on {len(sms)} SMs "
+                  f"({per_sm:.1f} CTAs an SM), k-iteration {row['iteration_cycles_median']:.0f} cycles "
+                  f"(range {min(iters):.0f}-{max(iters):.0f}); SMs shared with the spinners {overlap}; "
+                  f"max |err| {err:.3g}", flush=True)
+        del A, B, D, diag
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    blocked, argv = take_flag(argv, "--blocked")
+    if blocked:
+        return folder_bench_exit("cta_drift", __doc__, argv, measure_blocked, 5, "JSON lines, one per (config, SMs held)")
     return folder_bench_exit("cta_drift", __doc__, argv, measure, 10, "JSON lines, one per config")
 
 

@@ -153,10 +153,11 @@ def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
     rows = []
     for name, c in manifest.items():
         m, n, k, bn, its = c["M"], c["N"], c["K"], c["BLK_N"], c["k_iters"]
+        grid = min(BLOCKED_GRID, c["grid"])
         A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
         fn = drv.function((folder / f"{name}_c1.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
-        gemm = drv.launcher(fn, BLOCKED_GRID, c["threads"], c["smem"], gemm_stream.cuda_stream, kernel_args(maps, diag))
-        covered = [(b % c["m_tiles"], b // c["m_tiles"]) for b in range(BLOCKED_GRID)]
+        gemm = drv.launcher(fn, grid, c["threads"], c["smem"], gemm_stream.cuda_stream, kernel_args(maps, diag))
+        covered = [(b % c["m_tiles"], b // c["m_tiles"]) for b in range(grid)]
         for nblock in BLOCKERS:
             hold = drv.launcher(blocker, nblock, 32, BLOCKER_SMEM, held_stream.cuda_stream,
                                 [ctypes.c_int64(BLOCKER_CYCLES), ctypes.c_void_p(started.data_ptr()),
@@ -174,8 +175,8 @@ def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
                 gemm()
                 torch.cuda.synchronize()
                 clk = drv.read_int64s(fn, "protosim_drift_clock")
-                sm = drv.read_int64s(fn, "protosim_drift_sm")[:BLOCKED_GRID]
-                iters.append(statistics.median(b - a for cta in range(BLOCKED_GRID)
+                sm = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
+                iters.append(statistics.median(b - a for cta in range(grid)
                                                for a, b in zip(clk[cta * its:(cta + 1) * its], clk[cta * its + 1:(cta + 1) * its])))
                 blocked_sms = set(held[:nblock].tolist())
                 overlap += len(blocked_sms & set(sm))
@@ -183,14 +184,14 @@ def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
                 spun = int(started.item())
             err = max(float((D[i * 128:(i + 1) * 128, j * bn:(j + 1) * bn].float()
                              - ref[i * 128:(i + 1) * 128, j * bn:(j + 1) * bn]).abs().max().item()) for i, j in covered)
-            per_sm = BLOCKED_GRID / max(1, len(sms))
+            per_sm = grid / max(1, len(sms))
             row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
-                   "mode": "blocked", "grid": BLOCKED_GRID, "blockers": nblock, "blockers_started": spun,
+                   "mode": "blocked", "grid": grid, "blockers": nblock, "blockers_started": spun,
                    "gemm_sms": len(sms), "ctas_per_sm": per_sm, "sms_shared_with_blockers": overlap, "reps": reps,
                    "iteration_cycles_median": statistics.median(iters), "iteration_cycles": iters,
                    "max_abs_error_covered": err if err == err else "nan"}
             rows.append(row)
-            print(f"{name} first {BLOCKED_GRID} CTAs, {nblock:>2} SMs held ({spun} spinning): on {len(sms)} SMs "
+            print(f"{name} first {grid} CTAs, {nblock:>2} SMs held ({spun} spinning): on {len(sms)} SMs "
                   f"({per_sm:.1f} CTAs an SM), k-iteration {row['iteration_cycles_median']:.0f} cycles "
                   f"(range {min(iters):.0f}-{max(iters):.0f}); SMs shared with the spinners {overlap}; "
                   f"max |err| {err:.3g}", flush=True)

@@ -32,7 +32,7 @@ extern "C" __global__ void __launch_bounds__(32) tma_issue(const __grid_constant
     const uint32_t bar = smem_addr(&full);
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    const int m = blockIdx.x;
+    const int m = blockIdx.x % 132;  // a grid of 132 x c CTAs (c an SM: tma_issue.py --per-sm) reads the 132 CTAs' rows
     long long s[3] = {0, 0, 0}, first[3] = {0, 0, 0};
     for (int k = 0; k < kt; ++k) {
         long long d[3] = {0, 0, 0};

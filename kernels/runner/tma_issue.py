@@ -20,7 +20,7 @@ import statistics
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, cubin_bench_exit
+from .launch_cost import Driver, cubin_bench_exit, take_flag
 
 MODES = {0: "one load", 1: "A and B", 2: "expect_tx", 3: "empty bracket", 4: "A, B, then expect_tx"}
 """Mode 4 is the GEMM kernels' order; its third number is the arrive.expect_tx after the loads, not a landing."""
@@ -108,9 +108,53 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+PER_SM = (1, 2, 3, 4)
+"""--per-sm: grids of 132 x c CTAs, one thread each, issuing at once: c CTAs an SM sharing its TMA unit."""
+
+
+def measure_per_sm(torch, cubin: bytes, reps: int) -> list[dict]:
+    """Modes 1 and 4 (the GEMM kernels' A and B loads) with 1-4 CTAs an SM issuing together, inputs
+    in L2: whether a CTA's issue of a tensor load is held longer, or lands later, when other CTAs of
+    its SM issue theirs (the k-iteration of v4 / v5 grows ~100 cycles for each CTA added to an SM,
+    results/silicon/microbench/2026-12-04_h200_cta_drift.md part 3)."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    smem = 2 * 16384
+    fn = drv.function(cubin, "tma_issue", 0)
+    kwrap = LAYOUTS["inputs"]
+    a = torch.randn(ROWS, kwrap * 64, device="cuda", dtype=torch.float16)
+    b = torch.randn(ROWS, kwrap * 64, device="cuda", dtype=torch.float16)
+    a_map, b_map = TensorMap(drv, a.data_ptr(), kwrap * 64, ROWS), TensorMap(drv, b.data_ptr(), kwrap * 64, ROWS)
+    rows = []
+    for mode in (1, 4):
+        for per_sm in PER_SM:
+            grid = 132 * per_sm
+            out = torch.zeros(8 * grid, dtype=torch.int64, device="cuda")
+            args = [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(kwrap), ctypes.c_int(mode),
+                    ctypes.c_int(16384), ctypes.c_void_p(out.data_ptr())]
+            t = T.kernel_time(torch, drv.launcher(fn, grid, 32, smem, stream, args), reps=reps, warmup=2,
+                              before=lambda: (a.add_(0), b.add_(0)))
+            o = out.view(grid, 8).cpu().tolist()
+            n = o[0][6]
+            med = [statistics.median(r[i] / n for r in o) for i in range(3)]
+            row = {"sweep": "per SM", "mode": mode, "what": MODES[mode], "grid": grid, "per_sm": per_sm, "l2": "inputs",
+                   "kt": KT, "boxes_per_row": kwrap, "bracket1_cycles": round(med[0], 1),
+                   "bracket2_cycles": round(med[1], 1), "bracket3_cycles": round(med[2], 1), "kernel_ms": t}
+            rows.append(row)
+            print(f"{MODES[mode]:<21} {per_sm} an SM (grid {grid:>3}): bracket1 {med[0]:7.1f} bracket2 {med[1]:7.1f} "
+                  f"bracket3 {med[2]:7.1f}; kernel {t['median'] * 1e3:.1f} us", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    per_sm, argv = take_flag(argv, "--per-sm")
+    if per_sm:
+        return cubin_bench_exit("tma_issue", __doc__, argv, measure_per_sm, 5,
+                                "JSON lines, one per (mode, CTAs an SM)",
+                                epilog="--per-sm: grids of 132 x 1-4 CTAs issuing together (the TMA unit shared)")
     return cubin_bench_exit("tma_issue", __doc__, argv, measure, 10,
-                                "JSON lines, one per (L2 state, grid, mode)")
+                            "JSON lines, one per (L2 state, grid, mode)",
+                            epilog="--per-sm: grids of 132 x 1-4 CTAs issuing together (the TMA unit shared)")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,10 @@ holding the wgmma fence), ``%globaltimer`` and ``clock64()`` into ``protosim_dri
 The runner pairs each CTA's iteration with the nearest other CTA's same iteration over the same A
 tile (and B tile), by the kernels' own tile walk (``m_idx = blockIdx.x % (M / 128)``).
 
+v5's configs also get ``_c2``: thread 0 stamps clock64 at five points of every k-iteration
+(:data:`SEGMENTS`), so the runner's ``--segments`` can say which part of the iteration grows with
+the CTAs sharing an SM.
+
 Built on the CPU machine (apache-tvm, nvcc, a cuobjdump):
 
     python -m kernels.microbench.cta_drift OUT_DIR
@@ -64,6 +68,58 @@ def add_drift_stamps(source: str, k_iters: int, ctas: int) -> str:
             + source[loop.end():])
 
 
+SEGMENTS = ("top", "stage_waited", "block_done", "round_trip_done", "issued")
+"""``_c2`` (v5): thread 0's clock64 at these points of each k-iteration -- the loop's top, after
+its stage's wait (before the wgmma fence), after ``wgmma.wait_group 0``, before the next TMA issue
+(after the ``mma_bar`` arrive and wait), after that issue's ``arrive.expect_tx``."""
+_WAIT0 = "tvm_builtin_ptx_wgmma_wait_group_wait_group_sync_aligned_0();"
+_TMA = "tvm_builtin_ptx_cp_async_bulk_tensor_g2s_"
+_EXPECT = "tvm_builtin_ptx_mbarrier_arrive_expect_tx_"
+
+
+def add_segment_stamps(source: str, k_iters: int, ctas: int) -> str:
+    """``source`` (a v5 kernel) with ``PROTOSIM_DRIFT == 2``: thread 0 stamps clock64 at
+    :data:`SEGMENTS` of every k-iteration into ``protosim_segments``."""
+    loops = [m for m in _FOR.finditer(source) if _FENCE in source[m.end():_body_end(source, m.end())]]
+    if len(loops) != 1:
+        raise ValueError(f"expected one k-loop holding {_FENCE!r}, found {len(loops)}")
+    loop = loops[0]
+    var, body0, body1 = loop.group(2), loop.end(), _body_end(source, loop.end())
+    body = source[body0:body1]
+    for needle in (_FENCE, _WAIT0, _TMA, _EXPECT):
+        if needle not in body:
+            raise ValueError(f"the k-loop has no {needle!r}: not a v5 loop")
+
+    def stamp(j: int, indent: str) -> str:
+        return (f"#if PROTOSIM_DRIFT == 2\n{indent}if (((int)threadIdx.x) == 0) protosim_segments[(((int)blockIdx.x) * "
+                f"{k_iters} + {var}) * {len(SEGMENTS)} + {j}] = clock64();\n#endif\n")
+
+    def line_start(i: int) -> int:
+        return body.rindex("\n", 0, i) + 1
+
+    def line_end(i: int) -> int:
+        return body.index("\n", i) + 1
+
+    def indent_at(i: int) -> str:
+        start = line_start(i)
+        return body[start:i]
+
+    fence, wait0 = body.index(_FENCE), body.index(_WAIT0)
+    tma = body.index(_TMA, wait0)
+    expect = body.index(_EXPECT, tma)
+    cuts = [(0, 0, "    " + loop.group(1)), (line_start(fence), 1, indent_at(fence)), (line_end(wait0), 2, indent_at(wait0)),
+            (line_start(tma), 3, indent_at(tma)), (line_end(expect), 4, indent_at(expect))]
+    out, last = [], 0
+    for at, j, ind in cuts:
+        out += [body[last:at], stamp(j, ind)]
+        last = at
+    out.append(body[last:])
+    kernel = _KERNEL.search(source)
+    return (source[:kernel.start()]
+            + f"#if PROTOSIM_DRIFT == 2\n__device__ long long protosim_segments[{k_iters * ctas * len(SEGMENTS)}];\n#endif\n"
+            + source[kernel.start():body0] + "".join(out) + source[body1:])
+
+
 def name_of(step: str, m: int, n: int, k: int, bn: int, stages: int) -> str:
     return f"{step}_drift_{m}x{n}x{k}_n{bn}_s{stages}"
 
@@ -85,10 +141,14 @@ def build(out: Path) -> list[Path]:
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
         grid = grid_ctas(step, cfg)
         text = add_drift_stamps(cuda_source(mod), k // 64, grid)
+        variants = {0: "c0", 1: "c1"}
+        if step == "v5":
+            text = add_segment_stamps(text, k // 64, grid)
+            variants[2] = "c2"
         manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": stages,
                           "threads": int(_BOUNDS.search(text).group(1)), "grid": grid, "k_iters": k // 64,
                           "m_tiles": m // 128, "smem": smem_bytes(step, cfg)}
-        cubins += compile_variants("cta_drift", mod, text, out, name, "PROTOSIM_DRIFT", {0: "c0", 1: "c1"}, 0, tool)
+        cubins += compile_variants("cta_drift", mod, text, out, name, "PROTOSIM_DRIFT", variants, 0, tool)
     (out / "cta_drift.json").write_text(json.dumps(manifest, indent=1))
     return cubins
 

@@ -11,7 +11,8 @@ last launch. Run on the GPU machine:
 are read from beside it.) The stamped kernel runs with its own shared memory and again with more,
 so that at most 3, 2 or 1 CTAs fit an SM (:data:`FORCED_SMEM`): the same grid and reads at fewer
 CTAs an SM. (``--blocked``: :func:`measure_blocked`, the co-residency test with SMs held by
-kernels/microbench/sm_blocker.cu.) One JSON line per config: the kernel times, and per run for every CTA's
+kernels/microbench/sm_blocker.cu; ``--segments``: :func:`measure_segments`, the same for v5 with
+five stamps a k-iteration.) One JSON line per config: the kernel times, and per run for every CTA's
 k-iteration the gap to the nearest other CTA's same iteration over the same A tile and over the
 same B tile (``%globaltimer`` ns; the quantiles, and the share within 125 / 250 / 500 ns), the
 same between CTAs on one SM (``clock64`` cycles, exact), and the timer's granularity.
@@ -199,7 +200,74 @@ def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
     return rows
 
 
+def held_launch(torch, hold, launch, nblock: int) -> None:
+    """``launch()`` while ``hold()`` keeps ``nblock`` SMs busy (none when 0), then wait for both."""
+    import time
+
+    torch.cuda.synchronize()
+    if nblock:
+        hold()
+        time.sleep(0.002)  # the spinning CTAs resident before the grid is launched
+    launch()
+    torch.cuda.synchronize()
+
+
+def measure_segments(torch, folder: Path, reps: int) -> list[dict]:
+    """v5's first 132 CTAs on 132, 66 or 33 SMs (as --blocked) with thread 0's clock64 at five points
+    of every k-iteration (``_c2``, kernels/microbench/cta_drift.py SEGMENTS): which part of the
+    iteration grows with the CTAs sharing an SM."""
+    from kernels.microbench.cta_drift import SEGMENTS
+
+    drv = Driver()
+    manifest = json.loads((folder / "cta_drift.json").read_text())
+    blocker = drv.function((folder / "sm_blocker.sm_90a.cubin").read_bytes(), "sm_blocker", BLOCKER_SMEM)
+    held_stream, gemm_stream = torch.cuda.Stream(), torch.cuda.Stream()
+    started = torch.zeros(1, dtype=torch.int32, device="cuda")
+    held = torch.zeros(max(BLOCKERS), dtype=torch.int32, device="cuda")
+    parts = ("stage wait", "block", "round trip", "TMA issue", "to the next top")
+    rows = []
+    for name, c in manifest.items():
+        cubin = folder / f"{name}_c2.sm_90a.cubin"
+        if not cubin.is_file():
+            continue
+        m, n, k, bn, its = c["M"], c["N"], c["K"], c["BLK_N"], c["k_iters"]
+        grid = min(BLOCKED_GRID, c["grid"])
+        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
+        fn = drv.function(cubin.read_bytes(), "kernel_kernel", c["smem"])
+        gemm = drv.launcher(fn, grid, c["threads"], c["smem"], gemm_stream.cuda_stream, kernel_args(maps, diag))
+        for nblock in BLOCKERS:
+            hold = drv.launcher(blocker, nblock, 32, BLOCKER_SMEM, held_stream.cuda_stream,
+                                [ctypes.c_int64(BLOCKER_CYCLES), ctypes.c_void_p(started.data_ptr()),
+                                 ctypes.c_void_p(held.data_ptr())])
+            per_rep = []
+            for _ in range(reps):
+                held_launch(torch, hold, gemm, nblock)
+                st = drv.read_int64s(fn, "protosim_segments")
+                ns = len(SEGMENTS)
+                spans: list[list[int]] = [[] for _ in parts]
+                for cta in range(grid):
+                    for kk in range(1, its - 2):  # the last two iterations issue no load
+                        at = st[(cta * its + kk) * ns:(cta * its + kk + 1) * ns]
+                        nxt = st[(cta * its + kk + 1) * ns]
+                        for j, d in enumerate((at[1] - at[0], at[2] - at[1], at[3] - at[2], at[4] - at[3], nxt - at[4])):
+                            spans[j].append(d)
+                per_rep.append([statistics.median(x) for x in spans])
+            med = [statistics.median(r[j] for r in per_rep) for j in range(len(parts))]
+            row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
+                   "mode": "segments", "grid": grid, "blockers": nblock, "blockers_started": int(started.item()),
+                   "ctas_per_sm": grid / (132 - nblock), "reps": reps,
+                   "segment_cycles_median": dict(zip(parts, med)), "iteration_cycles": sum(med)}
+            rows.append(row)
+            print(f"{name} {grid} CTAs on {132 - nblock} SMs: " + ", ".join(f"{p_} {v:.0f}" for p_, v in zip(parts, med))
+                  + f" (sum {sum(med):.0f})", flush=True)
+        del A, B, D, diag
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    segments, argv = take_flag(argv, "--segments")
+    if segments:
+        return folder_bench_exit("cta_drift", __doc__, argv, measure_segments, 5, "JSON lines, one per (config, SMs held)")
     blocked, argv = take_flag(argv, "--blocked")
     if blocked:
         return folder_bench_exit("cta_drift", __doc__, argv, measure_blocked, 5, "JSON lines, one per (config, SMs held)")

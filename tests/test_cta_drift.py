@@ -1,0 +1,124 @@
+"""kernels.microbench.cta_drift: the drift stamps land at the top of the MMA k-loop, the segment
+stamps at v5's five points in order, both off unless PROTOSIM_DRIFT says so (the as-built variant
+is TVM's source unchanged), and sources of another shape are refused; the runner's gap statistics.
+
+The source is abridged from the shape TVM 0.27 generates for kernels/tirx/hopper.py's v5 (the real
+ones are stamped by the build, which checks the unstamped cubin against TVM's own SASS)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kernels.microbench.cta_drift import SEGMENTS, add_drift_stamps, add_segment_stamps
+from kernels.runner.cta_drift import nearest_gaps, summary
+
+FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
+WAIT0 = "tvm_builtin_ptx_wgmma_wait_group_wait_group_sync_aligned_0();"
+TMA = "tvm_builtin_ptx_cp_async_bulk_tensor_g2s_cluster_async_bulk_tensor_2d(A);"
+EXPECT = "tvm_builtin_ptx_mbarrier_arrive_expect_tx_arrive_expect_tx_shared_b64(bar);"
+HEAD = ('extern "C" __global__ void __launch_bounds__(128) kernel_kernel(int* diag_ptr);\n'
+        'extern "C" __global__ void __launch_bounds__(128) kernel_kernel(int* diag_ptr) {\n')
+
+V5 = HEAD + f"""\
+  for (int s_1 = 0; s_1 < 2; ++s_1) {{
+    {TMA}
+    {EXPECT}
+  }}
+  for (int k = 0; k < 16; ++k) {{
+    wait_stage();
+    {FENCE}
+    wgmma();
+    {WAIT0}
+    round_trip();
+    if (k < 14) {{
+      if (((int)threadIdx.x) == 0) {{
+        {TMA}
+        {EXPECT}
+      }}
+    }}
+  }}
+  epilogue();
+}}
+"""
+
+V4_LIKE = HEAD + f"""\
+  for (int k = 0; k < 16; ++k) {{
+    {TMA}
+    {FENCE}
+    wgmma();
+  }}
+}}
+"""
+
+
+def preprocess(source: str, value: int) -> str:
+    """What the C preprocessor keeps with ``PROTOSIM_DRIFT`` defined to ``value``."""
+    out, keep = [], [True]
+    for line in source.splitlines():
+        m = re.fullmatch(r"#if PROTOSIM_DRIFT( == (\d+))?", line)
+        if m:
+            keep.append(keep[-1] and (value == int(m.group(2)) if m.group(2) else bool(value)))
+        elif line == "#endif":
+            keep.pop()
+        elif keep[-1]:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def lines_with(text: str, needle: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines()) if needle in line]
+
+
+@pytest.fixture(scope="module")
+def stamped() -> str:
+    return add_segment_stamps(add_drift_stamps(V5, 16, 1024), 16, 1024)
+
+
+def test_off_the_source_is_tvms(stamped):
+    assert preprocess(stamped, 0) == V5
+
+
+def test_drift_stamps_at_the_loop_top_only_when_on(stamped):
+    one = preprocess(stamped, 1)
+    assert "__device__ long long protosim_drift_ns[16384];" in one
+    assert "__device__ long long protosim_drift_sm[1024];" in one
+    assert "protosim_segments" not in one
+    loop = lines_with(one, "for (int k = 0; k < 16; ++k)")[0]
+    first_stamp = lines_with(one, "protosim_drift_ns[((int)blockIdx.x) * 16 + k]")[0]
+    assert loop < first_stamp < lines_with(one, "wait_stage();")[0]
+
+
+def test_segment_stamps_in_order(stamped):
+    two = preprocess(stamped, 2)
+    assert f"protosim_segments[{16 * 1024 * len(SEGMENTS)}]" in two
+    at = [lines_with(two, f"* {len(SEGMENTS)} + {j}] = clock64();")[0] for j in range(len(SEGMENTS))]
+    assert at == sorted(at)
+    landmarks = [lines_with(two, "for (int k = 0;")[0], lines_with(two, FENCE)[0], lines_with(two, WAIT0)[0],
+                 lines_with(two, TMA)[1], lines_with(two, EXPECT)[1]]
+    assert at[0] > landmarks[0] and at[1] < landmarks[1] and at[2] > landmarks[2]
+    assert at[3] < landmarks[3] and at[4] > landmarks[4]
+    assert at[1] > lines_with(two, "wait_stage();")[0]  # the stage's wait is in the first segment
+    assert len(lines_with(two, "= clock64();")) == len(SEGMENTS) + 1  # and the drift stamp's clock
+
+
+def test_other_shapes_refused():
+    with pytest.raises(ValueError, match="not a v5 loop"):
+        add_segment_stamps(V4_LIKE.replace(TMA, "load();"), 16, 4)
+    with pytest.raises(ValueError, match="one k-loop"):
+        add_drift_stamps(HEAD + "  for (int k = 0; k < 4; ++k) {\n    mma();\n  }\n}\n", 4, 1)
+
+
+def test_nearest_gaps_pair_each_iteration_with_its_group():
+    times = [[0, 100], [10, 130], [50, 90], [1000, 1100]]
+    groups = [0, 0, 1, 0]
+    # group 0 at k=0: 0, 10, 1000 -> gaps 10, 10, 990; at k=1: 100, 130, 1100 -> 30, 30, 970; group 1 alone
+    assert sorted(nearest_gaps(times, groups)) == [10, 10, 30, 30, 970, 990]
+
+
+def test_summary_shares_within():
+    s = summary([0, 32, 32, 96, 600])
+    assert s["n"] == 5 and s["max"] == 600 and s["p50"] == 32
+    assert s["within_125"] == pytest.approx(0.8) and s["within_500"] == pytest.approx(0.8)
+    assert summary([]) == {}

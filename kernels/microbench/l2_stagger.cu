@@ -22,12 +22,8 @@ extern "C" __global__ void __launch_bounds__(32, 1) l2_stagger(const char *__res
     __shared__ __align__(8) uint64_t bar;
     if (threadIdx.x != 0) return;
     const uint32_t b = smem_addr(&bar);
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    atomicAdd(counter, 1u);
-    unsigned seen = 0;
-    while (seen < gridDim.x)
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    init_barrier(b, 1);
+    grid_meet(counter);
     const long long t0 = clock64();
     if ((int)blockIdx.x >= active) return;
     const long long wait = (long long)(blockIdx.x % group) * stagger;

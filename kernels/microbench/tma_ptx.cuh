@@ -34,3 +34,18 @@ __device__ __forceinline__ void wait_parity(uint32_t bar, uint32_t parity) {
         "@!p bra WAIT_%=;\n"
         "}\n" :: "r"(bar), "r"(parity) : "memory");
 }
+
+// One mbarrier of `count` arrivals, initialized and fenced (the microbenchmarks' first lines).
+__device__ __forceinline__ void init_barrier(uint32_t bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// Every CTA of the grid meets here (one thread each; every CTA must be resident): an atomic counter
+// that all of them bump and then read until it holds the grid's size.
+__device__ __forceinline__ void grid_meet(unsigned *counter) {
+    atomicAdd(counter, 1u);
+    unsigned seen = 0;
+    while (seen < gridDim.x)
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+}

@@ -20,7 +20,6 @@ same between CTAs on one SM (``clock64`` cycles, exact), and the timer's granula
 
 from __future__ import annotations
 
-import ctypes
 import json
 import statistics
 import sys
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from . import timing as T
 from .launch_cost import Driver, folder_bench_exit, take_flag
+from .sm_blocker import Spinners
 from .v5_parts import kernel_args, one_tile_operands
 
 WITHIN_NS = (125, 250, 500)
@@ -133,56 +133,35 @@ BLOCKED_GRID = 132
 """--blocked: the first 132 CTAs of each grid (its first tiles), run on all 132 SMs, or on the SMs
 that :data:`BLOCKERS` spinning CTAs of kernels/microbench/sm_blocker.cu leave free."""
 BLOCKERS = (0, 66, 99)
-BLOCKER_SMEM = 227 * 1024
-"""An SM's largest CTA: no room left on a held SM for any CTA of the grids here."""
-BLOCKER_CYCLES = 20_000_000
-"""~10 ms: far longer than any of the grids here (<= ~0.1 ms at 132 CTAs)."""
 
 
 def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
     """Each config's first :data:`BLOCKED_GRID` CTAs with 0, 66 or 99 SMs held by spinning CTAs on
     another stream: the same CTAs at 1, 2 or 4+ CTAs an SM while the chip's L2 traffic stays that of
     132 CTAs -- whether the k-iteration's growth with co-resident CTAs is the SM's or the chip's."""
-    import time
-
     drv = Driver()
     manifest = json.loads((folder / "cta_drift.json").read_text())
-    blocker = drv.function((folder / "sm_blocker.sm_90a.cubin").read_bytes(), "sm_blocker", BLOCKER_SMEM)
-    held_stream, gemm_stream = torch.cuda.Stream(), torch.cuda.Stream()
-    started = torch.zeros(1, dtype=torch.int32, device="cuda")
-    held = torch.zeros(max(BLOCKERS), dtype=torch.int32, device="cuda")
+    spin = Spinners(torch, drv, folder, max(BLOCKERS))
     rows = []
     for name, c in manifest.items():
         m, n, k, bn, its = c["M"], c["N"], c["K"], c["BLK_N"], c["k_iters"]
         grid = min(BLOCKED_GRID, c["grid"])
         A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
         fn = drv.function((folder / f"{name}_c1.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
-        gemm = drv.launcher(fn, grid, c["threads"], c["smem"], gemm_stream.cuda_stream, kernel_args(maps, diag))
+        gemm = drv.launcher(fn, grid, c["threads"], c["smem"], spin.stream.cuda_stream, kernel_args(maps, diag))
         covered = [(b % c["m_tiles"], b // c["m_tiles"]) for b in range(grid)]
         for nblock in BLOCKERS:
-            hold = drv.launcher(blocker, nblock, 32, BLOCKER_SMEM, held_stream.cuda_stream,
-                                [ctypes.c_int64(BLOCKER_CYCLES), ctypes.c_void_p(started.data_ptr()),
-                                 ctypes.c_void_p(held.data_ptr())])
             iters, overlap, sms = [], 0, set()
             for _ in range(reps):
-                torch.cuda.synchronize()
-                started.zero_()
-                held.fill_(-1)
                 D.fill_(float("nan"))
-                torch.cuda.synchronize()
-                if nblock:
-                    hold()
-                    time.sleep(0.002)  # the spinning CTAs resident before the grid is launched
-                gemm()
-                torch.cuda.synchronize()
+                spin.run(gemm, nblock)
                 clk = drv.read_int64s(fn, "protosim_drift_clock")
                 sm = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
                 iters.append(statistics.median(b - a for cta in range(grid)
                                                for a, b in zip(clk[cta * its:(cta + 1) * its], clk[cta * its + 1:(cta + 1) * its])))
-                blocked_sms = set(held[:nblock].tolist())
-                overlap += len(blocked_sms & set(sm))
+                overlap += len(spin.held_sms(nblock) & set(sm))
                 sms |= set(sm)
-                spun = int(started.item())
+            spun = spin.spinning()
             err = max(float((D[i * 128:(i + 1) * 128, j * bn:(j + 1) * bn].float()
                              - ref[i * 128:(i + 1) * 128, j * bn:(j + 1) * bn]).abs().max().item()) for i, j in covered)
             per_sm = grid / max(1, len(sms))
@@ -200,18 +179,6 @@ def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
     return rows
 
 
-def held_launch(torch, hold, launch, nblock: int) -> None:
-    """``launch()`` while ``hold()`` keeps ``nblock`` SMs busy (none when 0), then wait for both."""
-    import time
-
-    torch.cuda.synchronize()
-    if nblock:
-        hold()
-        time.sleep(0.002)  # the spinning CTAs resident before the grid is launched
-    launch()
-    torch.cuda.synchronize()
-
-
 def measure_segments(torch, folder: Path, reps: int) -> list[dict]:
     """v5's first 132 CTAs on 132, 66 or 33 SMs (as --blocked) with thread 0's clock64 at five points
     of every k-iteration (``_c2``, kernels/microbench/cta_drift.py SEGMENTS): which part of the
@@ -220,10 +187,7 @@ def measure_segments(torch, folder: Path, reps: int) -> list[dict]:
 
     drv = Driver()
     manifest = json.loads((folder / "cta_drift.json").read_text())
-    blocker = drv.function((folder / "sm_blocker.sm_90a.cubin").read_bytes(), "sm_blocker", BLOCKER_SMEM)
-    held_stream, gemm_stream = torch.cuda.Stream(), torch.cuda.Stream()
-    started = torch.zeros(1, dtype=torch.int32, device="cuda")
-    held = torch.zeros(max(BLOCKERS), dtype=torch.int32, device="cuda")
+    spin = Spinners(torch, drv, folder, max(BLOCKERS))
     parts = ("stage wait", "block", "round trip", "TMA issue", "to the next top")
     rows = []
     for name, c in manifest.items():
@@ -234,14 +198,11 @@ def measure_segments(torch, folder: Path, reps: int) -> list[dict]:
         grid = min(BLOCKED_GRID, c["grid"])
         A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
         fn = drv.function(cubin.read_bytes(), "kernel_kernel", c["smem"])
-        gemm = drv.launcher(fn, grid, c["threads"], c["smem"], gemm_stream.cuda_stream, kernel_args(maps, diag))
+        gemm = drv.launcher(fn, grid, c["threads"], c["smem"], spin.stream.cuda_stream, kernel_args(maps, diag))
         for nblock in BLOCKERS:
-            hold = drv.launcher(blocker, nblock, 32, BLOCKER_SMEM, held_stream.cuda_stream,
-                                [ctypes.c_int64(BLOCKER_CYCLES), ctypes.c_void_p(started.data_ptr()),
-                                 ctypes.c_void_p(held.data_ptr())])
             per_rep = []
             for _ in range(reps):
-                held_launch(torch, hold, gemm, nblock)
+                spin.run(gemm, nblock)
                 st = drv.read_int64s(fn, "protosim_segments")
                 ns = len(SEGMENTS)
                 spans: list[list[int]] = [[] for _ in parts]
@@ -254,7 +215,7 @@ def measure_segments(torch, folder: Path, reps: int) -> list[dict]:
                 per_rep.append([statistics.median(x) for x in spans])
             med = [statistics.median(r[j] for r in per_rep) for j in range(len(parts))]
             row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
-                   "mode": "segments", "grid": grid, "blockers": nblock, "blockers_started": int(started.item()),
+                   "mode": "segments", "grid": grid, "blockers": nblock, "blockers_started": spin.spinning(),
                    "ctas_per_sm": grid / (132 - nblock), "reps": reps,
                    "segment_cycles_median": dict(zip(parts, med)), "iteration_cycles": sum(med)}
             rows.append(row)

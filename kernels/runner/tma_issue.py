@@ -22,6 +22,7 @@ from pathlib import Path
 
 from . import timing as T
 from .launch_cost import Driver, cubin_bench_exit, take_flag
+from .sm_blocker import Spinners
 
 MODES = {0: "one load", 1: "A and B", 2: "expect_tx", 3: "empty bracket", 4: "A, B, then expect_tx"}
 """Mode 4 is the GEMM kernels' order; its third number is the arrive.expect_tx after the loads, not a landing."""
@@ -109,9 +110,6 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
-BLOCKER_SMEM = 227 * 1024
-BLOCKER_CYCLES = 20_000_000
-"""kernels/microbench/sm_blocker.cu as cta_drift --blocked runs it: one 227 KiB CTA an SM spinning ~10 ms."""
 PER_SM = (1, 2, 3, 4)
 """--per-sm: grids of 132 x c CTAs, one thread each, issuing at once: c CTAs an SM sharing its TMA unit."""
 
@@ -149,47 +147,32 @@ def measure_per_sm(torch, cubin: bytes, reps: int) -> list[dict]:
                   f"bracket3 {med[2]:7.1f}; kernel {t['median'] * 1e3:.1f} us", flush=True)
     # The same 132 CTAs' loads on 132, 66 or 33 SMs (the others held by sm_blocker.cu, spinning on
     # another stream): 1, 2 or 4 an SM while the chip carries 132 CTAs' loads -- the SM's share or the L2's.
-    blocker_cubin = Path(sys.argv[sys.argv.index("--cubin") + 1]).with_name("sm_blocker.sm_90a.cubin") if "--cubin" in sys.argv else None
-    if blocker_cubin is None or not blocker_cubin.is_file():
+    folder = Path(sys.argv[sys.argv.index("--cubin") + 1]).parent if "--cubin" in sys.argv else Path(".")
+    if not (folder / "sm_blocker.sm_90a.cubin").is_file():
         print("tma_issue --per-sm: no sm_blocker.sm_90a.cubin beside the cubin: the held-SM runs are skipped", flush=True)
         return rows
-    import time
-
-    blocker = drv.function(blocker_cubin.read_bytes(), "sm_blocker", BLOCKER_SMEM)
-    held_stream, load_stream = torch.cuda.Stream(), torch.cuda.Stream()
-    started = torch.zeros(1, dtype=torch.int32, device="cuda")
-    held = torch.zeros(99, dtype=torch.int32, device="cuda")
-    for mode in (1,):
-        for nblock in (0, 66, 99):
-            out = torch.zeros(8 * 132, dtype=torch.int64, device="cuda")
-            load = drv.launcher(fn, 132, 32, smem, load_stream.cuda_stream,
-                                [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(kwrap), ctypes.c_int(mode),
-                                 ctypes.c_int(16384), ctypes.c_void_p(out.data_ptr())])
-            hold = drv.launcher(blocker, nblock, 32, BLOCKER_SMEM, held_stream.cuda_stream,
-                                [ctypes.c_int64(BLOCKER_CYCLES), ctypes.c_void_p(started.data_ptr()),
-                                 ctypes.c_void_p(held.data_ptr())])
-            meds = []
-            for _ in range(reps):
-                torch.cuda.synchronize()
-                started.zero_()
-                a.add_(0), b.add_(0)
-                torch.cuda.synchronize()
-                if nblock:
-                    hold()
-                    time.sleep(0.002)
-                load()
-                torch.cuda.synchronize()
-                o = out.view(132, 8).cpu().tolist()
-                n = o[0][6]
-                meds.append([statistics.median(r[i] / n for r in o) for i in range(3)])
-            med = [statistics.median(m[i] for m in meds) for i in range(3)]
-            row = {"sweep": "per SM, SMs held", "mode": mode, "what": MODES[mode], "grid": 132, "held_sms": nblock,
-                   "held_started": int(started.item()), "per_sm": 132 / (132 - nblock), "l2": "inputs", "kt": KT,
-                   "boxes_per_row": kwrap, "bracket1_cycles": round(med[0], 1), "bracket2_cycles": round(med[1], 1),
-                   "bracket3_cycles": round(med[2], 1), "reps": reps}
-            rows.append(row)
-            print(f"{MODES[mode]:<21} 132 CTAs, {nblock:>2} SMs held ({row['held_started']} spinning; "
-                  f"{row['per_sm']:.0f} an SM): bracket1 {med[0]:7.1f} bracket2 {med[1]:7.1f} bracket3 {med[2]:7.1f}", flush=True)
+    spin = Spinners(torch, drv, folder, 99)
+    mode = 1
+    for nblock in (0, 66, 99):
+        out = torch.zeros(8 * 132, dtype=torch.int64, device="cuda")
+        load = drv.launcher(fn, 132, 32, smem, spin.stream.cuda_stream,
+                            [a_map.value, b_map.value, ctypes.c_int(KT), ctypes.c_int(kwrap), ctypes.c_int(mode),
+                             ctypes.c_int(16384), ctypes.c_void_p(out.data_ptr())])
+        meds = []
+        for _ in range(reps):
+            a.add_(0), b.add_(0)
+            spin.run(load, nblock)
+            o = out.view(132, 8).cpu().tolist()
+            n = o[0][6]
+            meds.append([statistics.median(r[i] / n for r in o) for i in range(3)])
+        med = [statistics.median(m[i] for m in meds) for i in range(3)]
+        row = {"sweep": "per SM, SMs held", "mode": mode, "what": MODES[mode], "grid": 132, "held_sms": nblock,
+               "held_started": spin.spinning(), "per_sm": 132 / (132 - nblock), "l2": "inputs", "kt": KT,
+               "boxes_per_row": kwrap, "bracket1_cycles": round(med[0], 1), "bracket2_cycles": round(med[1], 1),
+               "bracket3_cycles": round(med[2], 1), "reps": reps}
+        rows.append(row)
+        print(f"{MODES[mode]:<21} 132 CTAs, {nblock:>2} SMs held ({row['held_started']} spinning; "
+              f"{row['per_sm']:.0f} an SM): bracket1 {med[0]:7.1f} bracket2 {med[1]:7.1f} bracket3 {med[2]:7.1f}", flush=True)
     return rows
 
 

@@ -33,7 +33,7 @@ import json
 import sys
 from pathlib import Path
 
-from kernels.microbench.loop_clock import _BOUNDS, _FENCE, _FOR, _KERNEL, _body_end
+from kernels.microbench.loop_clock import _BOUNDS, _FENCE, _body_end, mma_loop
 
 CONFIGS = (("v4", 512, 512, 2048, 16, 2), ("v4", 2048, 2048, 1024, 16, 2), ("v4", 4096, 4096, 256, 32, 2),
            ("v5", 2048, 2048, 1024, 32, 2), ("v5", 2048, 2048, 4096, 64, 2), ("v5", 1024, 1024, 1024, 16, 2))
@@ -45,18 +45,14 @@ the H200 shares; multi-wave v4 / v5 grids at several CTAs an SM, where it eviden
 def add_drift_stamps(source: str, k_iters: int, ctas: int) -> str:
     """``source`` with ``PROTOSIM_DRIFT`` (defined 0 or 1 by the build): when 1, thread 0 stamps the
     top of every iteration of the MMA k-loop (the one loop holding the wgmma fence)."""
-    loops = [m for m in _FOR.finditer(source) if _FENCE in source[m.end():_body_end(source, m.end())]]
-    kernels = list(_KERNEL.finditer(source))
-    if len(kernels) != 1 or len(loops) != 1:
-        raise ValueError(f"expected one kernel and one k-loop holding {_FENCE!r}, found {len(kernels)} and {len(loops)}")
-    loop = loops[0]
+    kernel, loop = mma_loop(source)
     var = loop.group(2)
     indent = loop.group(1) + "  "
     n = k_iters * ctas
-    return (source[:kernels[0].start()]
+    return (source[:kernel.start()]
             + f"#if PROTOSIM_DRIFT\n__device__ long long protosim_drift_ns[{n}];\n"
               f"__device__ long long protosim_drift_clock[{n}];\n__device__ long long protosim_drift_sm[{ctas}];\n#endif\n"
-            + source[kernels[0].start():loop.end()]
+            + source[kernel.start():loop.end()]
             + f"#if PROTOSIM_DRIFT\n{indent}if (((int)threadIdx.x) == 0) {{\n"
               f"{indent}  unsigned long long protosim_ns; unsigned protosim_sm;\n"
               f'{indent}  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(protosim_ns));\n'
@@ -80,10 +76,7 @@ _EXPECT = "tvm_builtin_ptx_mbarrier_arrive_expect_tx_"
 def add_segment_stamps(source: str, k_iters: int, ctas: int) -> str:
     """``source`` (a v5 kernel) with ``PROTOSIM_DRIFT == 2``: thread 0 stamps clock64 at
     :data:`SEGMENTS` of every k-iteration into ``protosim_segments``."""
-    loops = [m for m in _FOR.finditer(source) if _FENCE in source[m.end():_body_end(source, m.end())]]
-    if len(loops) != 1:
-        raise ValueError(f"expected one k-loop holding {_FENCE!r}, found {len(loops)}")
-    loop = loops[0]
+    kernel, loop = mma_loop(source)
     var, body0, body1 = loop.group(2), loop.end(), _body_end(source, loop.end())
     body = source[body0:body1]
     for needle in (_FENCE, _WAIT0, _TMA, _EXPECT):
@@ -114,7 +107,6 @@ def add_segment_stamps(source: str, k_iters: int, ctas: int) -> str:
         out += [body[last:at], stamp(j, ind)]
         last = at
     out.append(body[last:])
-    kernel = _KERNEL.search(source)
     return (source[:kernel.start()]
             + f"#if PROTOSIM_DRIFT == 2\n__device__ long long protosim_segments[{k_iters * ctas * len(SEGMENTS)}];\n#endif\n"
             + source[kernel.start():body0] + "".join(out) + source[body1:])

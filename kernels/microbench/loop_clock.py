@@ -66,20 +66,27 @@ def _body_end(source: str, start: int) -> int:
     raise ValueError("a loop's body does not close")
 
 
+def mma_loop(source: str) -> tuple[re.Match, re.Match]:
+    """(the kernel's definition, its MMA k-loop) in TVM's generated ``source``: the one
+    ``for (int k...)`` loop whose body holds the wgmma fence. Refuses a source with other than one
+    kernel definition or one such loop."""
+    kernels = list(_KERNEL.finditer(source))
+    if len(kernels) != 1:
+        raise ValueError(f"expected one kernel definition in the source, found {len(kernels)}")
+    # The fence is in the MMA loop and in no loop around it (v6's tile walk is a while loop).
+    loops = [m for m in _FOR.finditer(source) if _FENCE in source[m.end():_body_end(source, m.end())]]
+    if len(loops) != 1:
+        raise ValueError(f"expected one k-loop holding {_FENCE!r}, found {len(loops)}")
+    return kernels[0], loops[0]
+
+
 def add_loop_clock(source: str) -> str:
     """``source`` with ``PROTOSIM_LOOP_CLOCK`` (defined 0 or 1 by the build): when 1, thread 0
     reads ``clock64()`` right before the MMA k-loop, right after it, after the epilogue's TMA store
     wait and after the warpgroup sync that follows (:data:`SLOTS`), into ``protosim_loop_clock``.
     Refuses a source without exactly one k-loop holding the wgmma fence, or whose epilogue after it
     has not one store wait followed by a sync."""
-    loops = [m for m in _FOR.finditer(source) if _FENCE in source[m.end():_body_end(source, m.end())]]
-    kernels = list(_KERNEL.finditer(source))
-    if len(kernels) != 1:
-        raise ValueError(f"expected one kernel definition in the source, found {len(kernels)}")
-    # The fence is in the MMA loop and in no loop around it (v6's tile walk is a while loop).
-    if len(loops) != 1:
-        raise ValueError(f"expected one k-loop holding {_FENCE!r}, found {len(loops)}")
-    loop = loops[0]
+    kernel, loop = mma_loop(source)
     indent = loop.group(1)
     close = _body_end(source, loop.end())
     after = source.index("\n", close) + 1
@@ -96,9 +103,9 @@ def add_loop_clock(source: str) -> str:
     synced = rest.index("\n", sync) + 1
     sync_indent = rest[rest.rindex("\n", 0, sync) + 1:sync]
     wait_indent = rest[rest.rindex("\n", 0, rest.index(_STORE_WAIT)) + 1:rest.index(_STORE_WAIT)]
-    return (source[:kernels[0].start()]
+    return (source[:kernel.start()]
             + f"#if PROTOSIM_LOOP_CLOCK\n__device__ long long protosim_loop_clock[{len(SLOTS)}];\n#endif\n"
-            + source[kernels[0].start():loop.start()]
+            + source[kernel.start():loop.start()]
             + f"#if PROTOSIM_LOOP_CLOCK\n{indent}long long protosim_loop_start = clock64();\n#endif\n"
             + source[loop.start():after]
             + f"#if PROTOSIM_LOOP_CLOCK\n{indent}if (((int)threadIdx.x) == 0) {{ protosim_loop_clock[0] = protosim_loop_start; "

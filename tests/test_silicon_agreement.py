@@ -37,19 +37,11 @@ def _known(case) -> str | None:
     return next((e["why"] for e in KNOWN_DISAGREEMENTS if _matches(e, case)), None)
 
 
-KNOWN_DISAGREEMENTS: list[dict] = [
-    {
-        "steps": ("ws",),
-        "knobs": {"reset_phase_per_tile": True},
-        "delayed": True,
-        "why": "ws with phases reset per tile, odd K_TILES, the full chip (132 CTAs) and a 20 us producer "
-               "nanosleep: every silicon launch (9/9) times out at tma_bar (mma) k33, the site the model's "
-               "replays also hang CTAs in, but the first CTA to time out differs in each launch (90, 93, 100, "
-               "39, 31, 75, 96, 85, 36) and the replays hang only some of them there (36 and 85 among these).  "
-               "Which CTAs of a symmetric grid lose a per-CTA race is below the model's resolution; the site "
-               "rule still asks for the CTA.  docs/crosscheck.md, 'Known disagreement'.",
-    },
-]
+KNOWN_DISAGREEMENTS: list[dict] = []
+"""None today.  The last one (ws, phases reset per tile, odd K_TILES, the full chip and a 20 us
+producer nanosleep: silicon's first timed-out CTA was one the replays did not hang) was resolved
+when the replays began to hang 100 of the 132 CTAs at that site, silicon's nine among them
+(docs/crosscheck.md, 'Known disagreements')."""
 
 
 @pytest.fixture(scope="module")

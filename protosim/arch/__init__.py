@@ -65,6 +65,10 @@ class ArchProfile:
     l2_shared_footprint: float
     """How many times its bytes a line read by SMs on both sides of the L2 occupies (each side's
     partition keeps a copy of what its SMs read; :meth:`l2_side`)."""
+    l2_merge_window_cycles: float
+    """A read of a tile that another SM began reading this many cycles earlier or less, while that
+    read is still under way, shares its lines: fully if both asked at once, less and less the
+    later it asks, nothing past the window (0: no sharing; :meth:`protosim.engine.resources.MemorySystem.read`)."""
     # per SM / CTA limits
     smem_per_sm_bytes: int
     smem_per_cta_bytes: int
@@ -85,6 +89,10 @@ class ArchProfile:
     """Cycles a wait whose barrier address the code computes at run time (a ring stage's barrier,
     :attr:`protosim.ir.Wait.computed_address`) spends before its first try."""
     arrive_cycles: float
+    arrive_wait_round_trip_cycles: float
+    """From a thread's ``mbarrier.arrive`` that completes a phase to its own warp's ``try_wait`` on
+    that phase returning true: the arrive's round trip to the barrier in shared memory.  A try_wait
+    the arriving warp makes sooner costs the rest of it (``MBarrierUnit.wait``)."""
     wake_cycles: float
     # TMA
     tma_available: bool
@@ -163,6 +171,10 @@ class ArchProfile:
     """The issue slots a MUFU instruction takes from its scheduler (its pipe: ``alu_mufu_cycles``)."""
     sm_subpartitions: int
     """Warp schedulers per SM: a CTA's warp ``g`` issues its register math on sub-partition ``g % n``."""
+    issue_share_per_warp: float
+    """How much longer a warp's local work (the cycles it pays between visible ops) takes for each
+    warp of *another* CTA on the same SM doing its own on the same sub-partition when it starts
+    (:mod:`protosim.engine.issue`; 0: co-resident CTAs do not slow each other's issue)."""
     cta_turnover_cycles: float
     """An SM's slot takes its next CTA this long after the last one exited."""
     cta_sync_cycles: float

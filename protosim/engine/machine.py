@@ -35,6 +35,7 @@ import simpy
 
 from protosim.arch import ArchProfile, load_profile
 from protosim.engine import resolve
+from protosim.engine.issue import stretched, subpartition
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
 from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, read_sides
@@ -75,6 +76,9 @@ class Machine:
         self.sync: SyncUnit | None = (next(u for u in self.units if isinstance(u, SyncUnit))
                                       if schedule.cluster > 1 else None)
         """Told when a warp exits, in a cluster (an exited thread counts as arrived at barrier.cluster)."""
+        self.issue_share = 0.0
+        """What another CTA's working warp adds to a warp's local work on its sub-partition (set by
+        :meth:`run` where an SM can hold more than one CTA: a lone CTA's costs are the profile's own)."""
         self._local: dict[type[Op], Any] = {}
         self._specs: dict[type[Op], Any] = {}
         for u in self.units:
@@ -96,6 +100,8 @@ class Machine:
         a, s = self.arch, self.schedule
         need = smem_bytes(s)
         per_sm = self.occupancy()
+        if per_sm > 1:
+            self.issue_share = a.issue_share_per_warp
         if need > a.smem_per_cta_bytes or s.threads_per_cta > a.max_threads_per_cta or per_sm == 0:
             regs = (f" and {regs_per_cta(s, a)} registers ({s.regs_per_thread} per thread; {a.regs_per_sm} per SM)"
                     if s.regs_per_thread else "")
@@ -210,6 +216,7 @@ class Machine:
         timing = self.timing
         stalls = timing.stalls
         first = w.warp == 0
+        share = self.issue_share
         for i, op in enumerate(ops):
             if self.trap:
                 return
@@ -217,7 +224,9 @@ class Machine:
             if not first and (issuer == "one" or issuer == "warp0"):
                 continue
             if stalls:
-                w.debt += timing.stall()
+                stall = timing.stall()
+                w.debt += stall
+                w.idle += stall
             cls = type(op)
             cost = local.get(cls)
             if cost is not None:
@@ -228,7 +237,10 @@ class Machine:
             if c or w.debt:
                 d = c + w.debt
                 w.debt = 0.0
-                yield env.timeout(d)
+                if share:
+                    yield from self._pay_shared(w, d)
+                else:
+                    yield env.timeout(d)
                 if self.trap:
                     return
             ev = begin(w, i, op)
@@ -237,11 +249,32 @@ class Machine:
                 if finish is not None:
                     finish(w, i, op, value)
         if w.debt:
-            yield env.timeout(w.debt)
+            d = w.debt
             w.debt = 0.0
+            if share:
+                yield from self._pay_shared(w, d)
+            else:
+                yield env.timeout(d)
         w.done = True
         if self.sync is not None:
             self.sync.warp_exited(w)
+
+    def _pay_shared(self, w: WarpState, cycles: float) -> Iterator[simpy.Event]:
+        """Pay ``cycles`` of ``w``'s local work on its sub-partition, stretched by the other CTAs'
+        warps working there as it starts (:mod:`protosim.engine.issue`)."""
+        idle = min(w.idle, cycles)  # what the warp sleeps or stalls issues nothing: not stretched
+        w.idle = 0.0
+        if idle == cycles:  # nothing to issue: the warp takes no one's slots
+            yield self.env.timeout(cycles)
+            return
+        sm_working, own = w.cta.sm.working, w.cta.working
+        sp = subpartition(w.g - w.cta.base, len(own))
+        others = sm_working[sp] - own[sp]
+        sm_working[sp] += 1
+        own[sp] += 1
+        yield self.env.timeout(stretched(cycles - idle, others, self.issue_share) + idle)
+        sm_working[sp] -= 1
+        own[sp] -= 1
 
     # -- services for the units ------------------------------------------------
     def block(self, w: WarpState, i: int, op: Op, on: str, target: str, detail: str = "",

@@ -139,6 +139,7 @@ class MemorySystem:
         self.launch_sides = launch_sides or {}
         """Tile -> the sides that read it (``read_sides``): a resident tile read from both is in both at launch."""
         self.l2_pipe = Pipe(arch.l2_bytes_per_clk)
+        self.merge_window = arch.l2_merge_window_cycles
         self.hbm_pipe = Pipe(arch.hbm_bytes_per_clk)
         self.store_pipe = Pipe(arch.global_store_chip_per_clk)
         """Warp ``st.global`` instructions, all SMs together (the L2 takes so many per cycle)."""
@@ -151,6 +152,9 @@ class MemorySystem:
         self._used = 0.0
         self._in_l2_at: dict[str, float] = {}
         """Tile -> the cycle its fill from DRAM is in L2 (for the tiles a miss is bringing in)."""
+        self._asked: dict[str, tuple[float, float]] = {}
+        """Tile -> (when, done): the latest read of it that asked the L2 for most of its lines,
+        and when its last byte clears the chip -- what a read of the same tile soon after shares."""
         self._writes = 0
         self.hits = 0
         self.misses = 0
@@ -175,20 +179,45 @@ class MemorySystem:
                 lru[key] += extra
                 self._used += extra
                 self._evict()
-            pipe = self.l2_pipe  # Pipe.serve, inlined: this is on every TMA load's path
-            service = nbytes / pipe.rate
-            start = pipe.free_at if pipe.free_at > now else now
-            pipe.free_at = start + service
-            pipe.busy += service
+            done = self._send(now, key, nbytes)
             if self._in_l2_at:
                 filled = self._in_l2_at.get(key)
-                if filled is not None and filled > pipe.free_at:
+                if filled is not None and filled > done:
                     return True, filled
-            return True, pipe.free_at
+            return True, done
         self.misses += 1
         self._insert(key, nbytes, bit)
         done = self.hbm_pipe.serve(now, nbytes)
-        return False, max(done, self.l2_pipe.serve(now, nbytes))
+        return False, max(done, self._send(now, key, nbytes))
+
+    def _send(self, now: float, key: str, nbytes: int) -> float:
+        """When the L2 has sent ``nbytes`` of tile ``key`` to an SM that asked at ``now``.
+
+        The lines go through the chip's pipe, except those another SM's read of the tile is
+        still fetching: two SMs asking for the same lines at once get them fetched once
+        (kernels/microbench/l2_stagger.cu: a pair reading the same bytes together takes what one
+        reader does; 1,000 cycles apart, what two distinct readers do; a line read long before is
+        no cheaper).  A read ``dt`` cycles after another of the same tile that is still under way
+        shares ``1 - dt / l2_merge_window_cycles`` of its bytes, and is done no sooner than that
+        one nor than its own bytes could stream."""
+        pipe = self.l2_pipe  # Pipe.serve, inlined: this is on every TMA load's path
+        charged = float(nbytes)
+        asked = self._asked.get(key) if self.merge_window else None
+        if asked is not None and asked[1] > now:
+            shared = 1.0 - (now - asked[0]) / self.merge_window
+            if shared > 0.0:
+                charged = nbytes * (1.0 - min(1.0, shared))
+        done = now
+        if charged:
+            service = charged / pipe.rate
+            start = pipe.free_at if pipe.free_at > now else now
+            pipe.free_at = done = start + service
+            pipe.busy += service
+        if charged < nbytes:
+            done = max(done, asked[1], now + nbytes / pipe.rate)
+        if charged >= nbytes / 2:  # this read asked for most of its lines itself: later ones share it
+            self._asked[key] = (now, done)
+        return done
 
     def filling(self, key: str, in_l2_at: float) -> None:
         """The miss on ``key`` just read brings its data into L2 at ``in_l2_at``: the reader's
@@ -210,6 +239,7 @@ class MemorySystem:
             self._used -= size
             del self._sides[old]
             self._in_l2_at.pop(old, None)
+            self._asked.pop(old, None)
 
     def write(self, now: float, nbytes: int, side: int = 0) -> float:
         """A write of ``nbytes`` from an SM on L2 side ``side``: when its last byte clears the
@@ -430,6 +460,8 @@ class SmUnits:
         """Warp ``st.global`` instructions this SM issues (a fixed cost each, whatever the width)."""
         self.smem = Pipe(arch.smem_bytes_per_clk)
         self.alu = [Scheduler() for _ in range(arch.sm_subpartitions)]
+        self.working = [0] * arch.sm_subpartitions
+        """Warps paying local work on each sub-partition now, every CTA's (``engine.issue``)."""
         """Each warp scheduler's issue slots and arithmetic pipes (``engine.units.alu``)."""
         self.mma = MmaUnit()
         self.wgmma = SharedTensorCore()

@@ -45,7 +45,7 @@ class BarrierCell:
     (and the last completed one) carries for happens-before."""
 
     __slots__ = ("name", "count", "state", "waiters", "acc_clock", "acc_seqs", "acc_upto", "last_clock", "last_seqs",
-                 "last_upto")
+                 "last_upto", "completed_by")
 
     def __init__(self, name: str, count: int):
         self.name = name
@@ -59,6 +59,10 @@ class BarrierCell:
         self.last_clock: list[int] | None = None
         self.last_seqs: tuple[int, ...] = ()
         self.last_upto: tuple[tuple[str, int], ...] = ()
+        self.completed_by: tuple[WarpState, float] | None = None
+        """(warp, cycle its arrive issued) when the last phase was completed by a warp's own
+        ``mbarrier.arrive`` on this CTA's barrier: what that warp's next try_wait pays the rest
+        of the round trip for (``MBarrierUnit.wait``)."""
 
     def contribute(self, clock, seqs=(), upto: tuple[str, int] | None = None) -> None:
         self.acc_clock = joined(self.acc_clock, clock)
@@ -77,7 +81,7 @@ class BarrierCell:
 class CtaState:
     """One launched CTA: its SM, its storage, its cluster, and the width of its vector clocks."""
 
-    __slots__ = ("index", "sm", "width", "barriers", "rank", "base", "peers", "exited")
+    __slots__ = ("index", "sm", "width", "barriers", "rank", "base", "peers", "exited", "working")
 
     def __init__(self, prog: CtaProgram, sm: SmUnits, schedule: Schedule):
         self.index = prog.index
@@ -96,10 +100,12 @@ class CtaState:
         """The cycle its last warp finished (its storage is gone after that)."""
         self.barriers = {b.name: BarrierCell(b.name, b.count) for b in schedule.barriers}
         """The CTA's mbarriers by declared name; read them through :mod:`protosim.engine.resolve`."""
+        self.working = [0] * len(sm.working)
+        """This CTA's warps paying local work on each sub-partition now (``engine.issue``)."""
 
 
 class WarpState:
-    __slots__ = ("cta", "role", "role_name", "warp", "warps", "who", "blocked", "stall", "done", "g", "clock", "debt",
+    __slots__ = ("cta", "role", "role_name", "warp", "warps", "who", "blocked", "stall", "done", "g", "clock", "debt", "idle",
                  "lane_writes", "remote_until", "loads_ready")
 
     def __init__(self, cta: CtaState, role: int, role_name: str, warp: int, warps: int, g: int):
@@ -120,6 +126,10 @@ class WarpState:
         self.debt = 0.0
         """Cycles of purely local work (fences, commits, sleeps, satisfied waits) not
         yet paid with a SimPy timeout: paid before the next op that others can see."""
+        self.idle = 0.0
+        """The part of ``debt`` that issues nothing (sleeps, a perturbation's injected stalls, the
+        rest of an own arrive's round trip):
+        what co-resident CTAs' warps do not stretch (:mod:`protosim.engine.issue`)."""
         self.remote_until = 0.0
         """When this warp's last remote mbarrier op (``.shared::cluster`` on a peer) lands: a
         ``barrier.cluster.arrive.release`` after it completes no earlier."""

@@ -68,6 +68,7 @@ class MBarrierUnit(Unit):
             cell.acc_clock, cell.acc_seqs = None, []
             if cell.acc_upto:
                 cell.acc_upto = {}
+            cell.completed_by = None  # a warp's own arrive sets it again (``arrive``)
             m.log.events.append(_new(PhaseEvent, (m.env.now, "phase", cta.index, who, i, cell.name, step.state.completed)))
             self.wake(cell)
         return True
@@ -145,7 +146,10 @@ class MBarrierUnit(Unit):
         if op.cta is None:  # the hot path: the warp's own barrier, now
             cell = w.cta.barriers[op.barrier]
             self._log_arrive(w, i, op, w.cta, cell, op.count, threads)
+            before = cell.state.completed
             self._arrive_n(w, i, op, w.cta, cell, threads, lambda s: mb.arrive(s, op.count), clock, writes)
+            if cell.state.completed != before:  # its own try_wait sees this after the round trip
+                cell.completed_by = (w, self.m.env.now - self.arch.arrive_cycles)
             return
         cta = resolve.peer(w.cta, op.cta)
         cell = cta.barriers[op.barrier]
@@ -208,15 +212,31 @@ class MBarrierUnit(Unit):
                          "try_wait on an mbarrier that was never initialized", state)
             return None
         if mb.test_wait_parity(state, op.parity):
-            w.debt += m.timing.scale(self.arch.wait_ready_cycles)
-            self._waited(w, i, op, m.env.now, state.completed, state.completed, cell.last_clock,
-                         cell.last_seqs, cell.last_upto, False)
-            return None
+            cost = self.arch.wait_ready_cycles
+            own = cell.completed_by
+            if own is not None and own[0] is w:
+                # the warp's own arrive completed the phase: its try_wait passes once the arrive
+                # has made the round trip to the barrier (mbar_roundtrip.cu), not sooner
+                rest = own[1] + self.arch.arrive_wait_round_trip_cycles - (m.env.now + w.debt)
+                cell.completed_by = None
+                if rest > cost:  # the arrive's trip to the barrier and back: a latency, no issue
+                    waited = m.timing.scale(rest)
+                    w.debt += waited
+                    w.idle += waited
+                    return self._passed(w, i, op, cell)
+            w.debt += m.timing.scale(cost)
+            return self._passed(w, i, op, cell)
         ev = Wakeup(m.env)
         cell.waiters.append((op.parity, ev))
         self.wait_began[w] = state.completed
         m.block(w, i, op, "mbarrier", op.barrier, use=op.use, parity=op.parity)
         return ev
+
+    def _passed(self, w: WarpState, i: int, op: Wait, cell: BarrierCell) -> None:
+        """The first try passed: the wait observed the last completed phase without blocking."""
+        state = cell.state
+        self._waited(w, i, op, self.m.env.now, state.completed, state.completed, cell.last_clock,
+                     cell.last_seqs, cell.last_upto, False)
 
     def wait_woken(self, w: WarpState, i: int, op: Wait, news) -> None:
         c_ret, clock, seqs, upto = news

@@ -81,11 +81,19 @@ class SyncUnit(Unit):
         }
 
     def local(self):
-        a, timing = self.arch, self.m.timing
+        a = self.arch
         return {
             Fence: lambda w, op: a.fence_cycles,
-            Sleep: lambda w, op: timing.sleep(op.cycles) if op.warp is None or op.warp == w.warp else 0.0,
+            Sleep: self._sleep,
         }
+
+    def _sleep(self, w: WarpState, op: Sleep) -> float:
+        """A nanosleep's cycles: the warp's to wait, not to issue (``WarpState.idle``)."""
+        if op.warp is not None and op.warp != w.warp:
+            return 0.0
+        cycles = self.m.timing.sleep(op.cycles)
+        w.idle += cycles
+        return cycles
 
     def cta_started(self, cta: CtaState) -> None:
         self.points[cta] = {}

@@ -12,13 +12,27 @@ from protosim.arch import load_profile
 from protosim.builders import BUILDERS
 from protosim.config import GemmConfig
 from protosim.engine import replay
-from protosim.ir import Arrive, MbarInit, Wait, dumps, loads
+from protosim.ir import Arrive, MbarInit, Sleep, Wait, dumps, loads
 
 
 def _arrive_then_wait(computed: bool, arch: str = "h200"):
+    """One warp arrives, then (past its arrive's round trip, which the address would overlap) waits."""
     wait = Wait(barrier="bar", parity=0, use=0, computed_address=True) if computed else Wait(barrier="bar", parity=0, use=0)
-    return hand_schedule(("w", 1, [MbarInit(barrier="bar", issuer="one"), Arrive(barrier="bar", use=0, issuer="one"), wait]),
-                         arch=arch)
+    settle = Sleep(cycles=int(2 * load_profile(arch).arrive_wait_round_trip_cycles))
+    return hand_schedule(("w", 1, [MbarInit(barrier="bar", issuer="one"), Arrive(barrier="bar", use=0, issuer="one"),
+                                   settle, wait]), arch=arch)
+
+
+def test_the_address_overlaps_the_own_arrives_round_trip():
+    """Right behind the warp's own arrive, the address is made while the arrive travels: the wait
+    passes at the later of the round trip's end and the address plus a ready try."""
+    arch = load_profile("h200")
+    ops = lambda c: [MbarInit(barrier="bar", issuer="one"), Arrive(barrier="bar", use=0, issuer="one"),  # noqa: E731
+                     Wait(barrier="bar", parity=0, use=0, computed_address=c)]
+    plain, computed = (replay(hand_schedule(("w", 1, ops(c)))).log.of_kind("wait")[0].t for c in (False, True))
+    arrived = plain - (arch.arrive_wait_round_trip_cycles - arch.arrive_cycles)
+    assert computed == pytest.approx(arrived + max(arch.wait_address_cycles + arch.wait_ready_cycles,
+                                                   arch.arrive_wait_round_trip_cycles - arch.arrive_cycles))
 
 
 def test_a_computed_address_costs_its_cycles_before_a_satisfied_wait():

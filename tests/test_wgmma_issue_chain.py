@@ -32,7 +32,9 @@ def _issued_and_done(r) -> tuple[float, list[float]]:
 
 
 def _one_sm():
-    return dataclasses.replace(load_profile("h200"), sm_count=1)
+    """One SM; co-resident CTAs' local work not stretched (``issue_share_per_warp`` 0): these tests
+    time the tensor core's sharing alone (the issue share has its own, tests/test_coresident.py)."""
+    return dataclasses.replace(load_profile("h200"), sm_count=1, issue_share_per_warp=0.0)
 
 
 def _rates(n: int):

@@ -7,6 +7,7 @@ ones are stamped by the build, which checks the unstamped cubin against TVM's ow
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -122,3 +123,28 @@ def test_summary_shares_within():
     assert s["n"] == 5 and s["max"] == 600 and s["p50"] == 32
     assert s["within_125"] == pytest.approx(0.8) and s["within_500"] == pytest.approx(0.8)
     assert summary([]) == {}
+
+
+# -- the model's side of the --blocked records (kernels/runner/cta_drift_replay.py) -----------------
+def _blocked_row(grid: int, sms: int) -> dict:
+    return {"kind": "cta_drift", "mode": "blocked", "step": "v5", "grid": grid, "gemm_sms": sms,
+            "config": {"M": 256, "N": 256, "K": 512, "BLK_N": 32, "PIPE_DEPTH": 2}, "iteration_cycles_median": 1000.0}
+
+
+def test_the_replayed_k_iteration_grows_when_the_same_ctas_share_sms():
+    from kernels.runner.cta_drift_replay import replay_row
+
+    apart = replay_row(_blocked_row(4, 4))
+    together = replay_row(_blocked_row(4, 1))
+    assert 500 < apart < 2000  # a v5 k-iteration, not a gap between a tile's two loads
+    assert together > apart * 1.05  # four CTAs an SM stretch each other's local work
+
+
+def test_replay_refuses_a_file_without_blocked_rows(tmp_path, capsys):
+    from kernels.runner.cta_drift_replay import main
+
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"kind": "cta_drift", "mode": "default"}) + "\n")
+    assert main([str(path)]) == 2
+    assert "no cta_drift --blocked rows" in capsys.readouterr().err
+    assert main([str(tmp_path / "missing.jsonl")]) == 2

@@ -42,6 +42,10 @@ CONFIGS = tuple((step, 128, bn, k, bn, stages)
 """(step, M, N, K, BLK_N, PIPE_DEPTH): one CTA (one output tile), K 1024 and 4096 for the slope.
 v4 has one stage whatever PIPE_DEPTH says; it is built with PIPE_DEPTH 2 as the seed's config is."""
 
+ONE_STAGE = tuple((step, 128, bn, k, bn, 1) for step in ("v5", "ws") for bn in (32, 64, 128) for k in (1024, 4096))
+"""``--one-stage``: v5 and ws with a one-stage ring, where nothing hides a stage's load behind the
+block (the fresh draw of seed 1215 had one-stage ws on 8 SMs 20-30% slower than the model)."""
+
 _FOR = re.compile(r"^([ \t]*)for \(int (k(?:_\d+)?) = 0; \2 < \d+; \+\+\2\) \{\n", re.M)
 _KERNEL = re.compile(r'^extern "C" __global__ [^;{]*\{\n', re.M)
 _FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
@@ -134,7 +138,7 @@ def model_cycles(step: str, cfg) -> float:
     return verdict.timing.cycles
 
 
-def build(out: Path) -> list[Path]:
+def build(out: Path, configs: tuple = CONFIGS) -> list[Path]:
     from kernels.toolchain.compiler import compile_primfunc, cuda_source
 
     from kernels.microbench.v5_parts import compile_variants, find_cuobjdump
@@ -145,7 +149,7 @@ def build(out: Path) -> list[Path]:
     tool = find_cuobjdump("loop_clock", "_c0")
     out.mkdir(parents=True, exist_ok=True)
     cubins, manifest = [], {}
-    for step, m, n, k, bn, stages in CONFIGS:
+    for step, m, n, k, bn, stages in configs:
         name = name_of(step, m, n, k, bn, stages)
         cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2 if step == "v4" else stages, arch="h200")
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
@@ -162,7 +166,11 @@ def build(out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     from kernels.toolchain.compiler import out_dir_main
 
-    return out_dir_main("kernels.microbench.loop_clock", __doc__, build, argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    configs = CONFIGS
+    if args[:1] == ["--one-stage"]:
+        configs, args = ONE_STAGE, args[1:]
+    return out_dir_main("kernels.microbench.loop_clock [--one-stage]", __doc__, lambda out: build(out, configs), args)
 
 
 if __name__ == "__main__":

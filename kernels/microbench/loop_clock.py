@@ -46,6 +46,11 @@ ONE_STAGE = tuple((step, 128, bn, k, bn, 1) for step in ("v5", "ws") for bn in (
 """``--one-stage``: v5 and ws with a one-stage ring, where nothing hides a stage's load behind the
 block (the fresh draw of seed 1215 had one-stage ws on 8 SMs 20-30% slower than the model)."""
 
+PERSISTENT_FEW = tuple(("ws", 2048, 2048, k, bn, 1, 8) for bn in (32, 64) for k in (1024, 4096))
+"""``--persistent-few``: seed 1215's two worst configs as built (ws 2048^2, one stage, BLK_N 32 / 64,
+persistent on 8 SMs) at K 1024 and 4096: the loop clock reads the last tile's k-loop of whichever
+CTA writes last, the kernel times the whole walk (their entries carry ``sm_count``)."""
+
 _FOR = re.compile(r"^([ \t]*)for \(int (k(?:_\d+)?) = 0; \2 < \d+; \+\+\2\) \{\n", re.M)
 _KERNEL = re.compile(r'^extern "C" __global__ [^;{]*\{\n', re.M)
 _FENCE = "tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();"
@@ -123,8 +128,8 @@ def add_loop_clock(source: str) -> str:
             + rest[synced:])
 
 
-def name_of(step: str, m: int, n: int, k: int, bn: int, stages: int) -> str:
-    return f"{step}_loop_{m}x{n}x{k}_n{bn}_s{stages}"
+def name_of(step: str, m: int, n: int, k: int, bn: int, stages: int, sm_count: int | None = None) -> str:
+    return f"{step}_loop_{m}x{n}x{k}_n{bn}_s{stages}" + (f"_sm{sm_count}" if sm_count else "")
 
 
 def model_cycles(step: str, cfg) -> float:
@@ -149,9 +154,11 @@ def build(out: Path, configs: tuple = CONFIGS) -> list[Path]:
     tool = find_cuobjdump("loop_clock", "_c0")
     out.mkdir(parents=True, exist_ok=True)
     cubins, manifest = [], {}
-    for step, m, n, k, bn, stages in configs:
-        name = name_of(step, m, n, k, bn, stages)
-        cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2 if step == "v4" else stages, arch="h200")
+    for step, m, n, k, bn, stages, *sm in configs:
+        sm_count = sm[0] if sm else None
+        name = name_of(step, m, n, k, bn, stages, sm_count)
+        cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=2 if step == "v4" else stages, arch="h200",
+                         sm_count=sm_count)
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
         text = add_loop_clock(cuda_source(mod))
         manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": stages,
@@ -168,9 +175,10 @@ def main(argv: list[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     configs = CONFIGS
-    if args[:1] == ["--one-stage"]:
-        configs, args = ONE_STAGE, args[1:]
-    return out_dir_main("kernels.microbench.loop_clock [--one-stage]", __doc__, lambda out: build(out, configs), args)
+    sets = {"--one-stage": ONE_STAGE, "--persistent-few": PERSISTENT_FEW}
+    if args[:1] and args[0] in sets:
+        configs, args = sets[args[0]], args[1:]
+    return out_dir_main("kernels.microbench.loop_clock [--one-stage | --persistent-few]", __doc__, lambda out: build(out, configs), args)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,10 @@ FINE = {0: tuple(range(54, 68, 2)), 1: tuple(range(80, 98, 2))}
 """``--fine``: around where each mode stopped fitting in the first sweep (29-36 MB and 43-52 MB)."""
 
 
-def measure(torch, cubin: bytes, reps: int, fine: bool = False) -> list[dict]:
+def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_COUNT) -> list[dict]:
+    """``grid`` < SM_COUNT (``--grid N``): the first N CTAs alone (the launch puts CTA i on SM i's
+    slot first), mode 1 only, written once only -- how much of the L2 the lines of a few SMs can
+    hold (the model lets one side's SMs fill all of it)."""
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
     fn = drv.function(cubin, "l2_share", 0)
@@ -41,20 +44,20 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False) -> list[dict]:
         nchunks = units * SM_COUNT * W
         nbytes = nchunks * CHUNK_BYTES
         buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
-        for mode in (0, 1):
+        for mode in (0, 1) if grid == SM_COUNT else (1,):
             if fine and units not in FINE[mode]:
                 continue
             args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode), ctypes.c_void_p(sink.data_ptr())]
-            launch = drv.launcher(fn, SM_COUNT, 128, 0, stream, args)
+            launch = drv.launcher(fn, grid, 128, 0, stream, args)
             states = (("written once", None), ("rewritten", lambda: buf.add_(1)), ("flushed", lambda: scratch.fill_(1)))
-            for state, before in states[:1] if fine else states:
+            for state, before in states[:1] if fine or grid != SM_COUNT else states:
                 if state == "written once":
                     buf.add_(1)
                 t = T.kernel_time(torch, launch, reps=reps, warmup=2, before=before)
-                read = SM_COUNT * nbytes
+                read = grid * nbytes
                 us = t["median"] * 1e3
                 row = {"mode": mode, "reads": "every CTA the whole buffer" if mode == 0 else "each CTA its own slice",
-                       "bytes": nbytes, "state": state, "grid": SM_COUNT, "kernel_ms": t,
+                       "bytes": nbytes, "state": state, "grid": grid, "kernel_ms": t,
                        "tb_per_s": round(read / ((us - 3.0) * 1e-6) / 1e12, 3)}
                 rows.append(row)
                 print(f"mode {mode} {nbytes / 1e6:6.1f} MB {state:<12}: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s "
@@ -65,8 +68,22 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> int:
     fine, argv = take_flag(argv, "--fine")
-    return cubin_bench_exit("l2_share", __doc__, argv, lambda torch, cubin, reps: measure(torch, cubin, reps, fine), 5,
-                            "JSON lines, one per (mode, size, state)", epilog="--fine: sizes around each mode's knee, written once only")
+    args = list(sys.argv[1:] if argv is None else argv)
+    grid = SM_COUNT
+    if "--grid" in args:
+        i = args.index("--grid")
+        try:
+            grid = int(args[i + 1])
+        except (IndexError, ValueError):
+            print("l2_share: --grid takes a CTA count (1-132)", file=sys.stderr)
+            return 2
+        if not 1 <= grid <= SM_COUNT:
+            print(f"l2_share: --grid {grid}: between 1 and {SM_COUNT}", file=sys.stderr)
+            return 2
+        del args[i:i + 2]
+    return cubin_bench_exit("l2_share", __doc__, args, lambda torch, cubin, reps: measure(torch, cubin, reps, fine, grid), 5,
+                            "JSON lines, one per (mode, size, state)",
+                            epilog="--fine: sizes around each mode's knee, written once only; --grid N: the first N CTAs alone, mode 1")
 
 
 if __name__ == "__main__":

@@ -145,3 +145,20 @@ def test_slopes_pair_the_two_ks_and_the_clocked_kernel():
     assert s["kernel_us"] == pytest.approx(24.0 / 48)
     assert s["implied_ghz"] == pytest.approx(45_000 / (24.8 * 1e3))
     assert s["epilogue_cycles"] == 1_900  # the quicker of the two launches' last epilogues
+
+
+def test_the_build_sets_name_their_kernels_apart():
+    from kernels.microbench.loop_clock import CONFIGS, ONE_STAGE, PERSISTENT_FEW, name_of
+
+    names = [name_of(*c) for c in CONFIGS + ONE_STAGE + PERSISTENT_FEW]
+    assert len(names) == len(set(names))  # one folder may hold several sets' cubins
+    assert all(c[5] == 1 for c in ONE_STAGE) and all(len(c) == 7 and c[6] for c in PERSISTENT_FEW)
+    assert name_of("ws", 2048, 2048, 4096, 32, 1, 8).endswith("_sm8")
+
+
+def test_l2_share_refuses_a_grid_it_cannot_launch(capsys):
+    from kernels.runner.l2_share import main
+
+    assert main(["--grid", "0", "--cubin", "x.cubin"]) == 2
+    assert main(["--grid", "many", "--cubin", "x.cubin"]) == 2
+    assert "--grid" in capsys.readouterr().err

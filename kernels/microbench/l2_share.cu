@@ -14,7 +14,13 @@ constexpr int W = 8;       // warp loads in flight per warp
 constexpr int CHUNK = 32;  // uint4 per chunk: a warp load of 512 bytes
 
 extern "C" __global__ void __launch_bounds__(128, 1) l2_share(const uint4 *__restrict__ buf, unsigned nchunks, int mode,
-                                                             unsigned *__restrict__ sink) {
+                                                             unsigned *__restrict__ sink, unsigned *__restrict__ smids) {
+    // smids (may be null): each CTA's SM, for runs of fewer CTAs than SMs (`--grid`)
+    if (smids != nullptr && threadIdx.x == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        smids[blockIdx.x] = smid;
+    }
     const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     // nchunks is a multiple of gridDim.x * W (the runner's sizes): no group of W straddles an end
     const unsigned slice = mode == 0 ? nchunks : nchunks / gridDim.x;

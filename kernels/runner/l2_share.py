@@ -28,6 +28,8 @@ UNITS = (16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 160)
 """Buffer sizes in units of SM_COUNT x W chunks (540,672 bytes): 8.7 to 86.5 MB."""
 FINE = {0: tuple(range(54, 68, 2)), 1: tuple(range(80, 98, 2))}
 """``--fine``: around where each mode stopped fitting in the first sweep (29-36 MB and 43-52 MB)."""
+SWEEP_UNITS = (40, 48, 56, 64, 72, 80, 88, 96)
+"""``--grid`` sizes: 21.6 to 51.9 MB, where 8 CTAs' lines stopped fitting (30-35 MB) and 66's (43-52 MB)."""
 
 
 def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_COUNT) -> list[dict]:
@@ -38,16 +40,18 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_C
     stream = torch.cuda.current_stream().cuda_stream
     fn = drv.function(cubin, "l2_share", 0)
     sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
     scratch = torch.empty(4 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
     rows = []
-    for units in sorted(set(FINE[0] + FINE[1])) if fine else UNITS:
+    for units in sorted(set(FINE[0] + FINE[1])) if fine else UNITS if grid == SM_COUNT else SWEEP_UNITS:
         nchunks = units * SM_COUNT * W
         nbytes = nchunks * CHUNK_BYTES
         buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
         for mode in (0, 1) if grid == SM_COUNT else (1,):
             if fine and units not in FINE[mode]:
                 continue
-            args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode), ctypes.c_void_p(sink.data_ptr())]
+            args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode), ctypes.c_void_p(sink.data_ptr()),
+                    ctypes.c_void_p(smids.data_ptr())]
             launch = drv.launcher(fn, grid, 128, 0, stream, args)
             states = (("written once", None), ("rewritten", lambda: buf.add_(1)), ("flushed", lambda: scratch.fill_(1)))
             for state, before in states[:1] if fine or grid != SM_COUNT else states:
@@ -57,7 +61,7 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_C
                 read = grid * nbytes
                 us = t["median"] * 1e3
                 row = {"mode": mode, "reads": "every CTA the whole buffer" if mode == 0 else "each CTA its own slice",
-                       "bytes": nbytes, "state": state, "grid": grid, "kernel_ms": t,
+                       "bytes": nbytes, "state": state, "grid": grid, "sms": smids[:grid].tolist(), "kernel_ms": t,
                        "tb_per_s": round(read / ((us - 3.0) * 1e-6) / 1e12, 3)}
                 rows.append(row)
                 print(f"mode {mode} {nbytes / 1e6:6.1f} MB {state:<12}: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s "

@@ -133,11 +133,11 @@ def arch_nonsense(v: Any) -> bool:
 
 # --------------------------------------------------------------------------- TOML writer
 
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def toml_key(k: str) -> str:
-    return k if _BARE.match(k) else toml_str(k)
+    return k if _BARE.fullmatch(k) else toml_str(k)  # fullmatch: "$" would let a trailing newline through
 
 
 def toml_str(s: str) -> str:

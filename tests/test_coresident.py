@@ -9,11 +9,12 @@ import dataclasses
 
 import pytest
 
+from conftest import hand_schedule
 from protosim.arch import load_profile
 from protosim.engine.issue import stretched
 from protosim.engine.machine import replay
 from protosim.engine.resources import MemorySystem
-from protosim.ir import CtaProgram, Fence, RoleDecl, Schedule, Sleep
+from protosim.ir import Arrive, CtaProgram, Fence, MbarInit, RoleDecl, Schedule, Sleep, Wait
 
 H200 = load_profile("h200")
 TILE = 32768
@@ -129,14 +130,11 @@ def test_one_cta_an_sm_is_the_profiles_own_cost():
 
 # -- a warp's own arrive and its try_wait (the mma barrier's round trip) -------------------------
 def _own_round_trip(*, first_wait_gap: int = 0) -> Schedule:
-    from protosim.ir import Arrive, BarrierDecl, MbarInit, Wait
-
+    """One warp: init, arrive (completing the count-1 phase), [sleep], wait on it."""
     ops = [MbarInit(barrier="bar", issuer="one"), Fence(), Arrive(barrier="bar", use=0, issuer="one")]
     if first_wait_gap:
         ops.append(Sleep(cycles=first_wait_gap))
-    ops.append(Wait(barrier="bar", parity=0, use=0))
-    return Schedule("round_trip", "h200", (BarrierDecl("bar", 1),), (), (RoleDecl("w", 1),),
-                    (CtaProgram(0, (tuple(ops),)),))
+    return hand_schedule(("w", 1, ops + [Wait(barrier="bar", parity=0, use=0)]))
 
 
 def _arrive_to_pass(result) -> float:

@@ -20,7 +20,7 @@ import ctypes
 import sys
 
 from . import timing as T
-from .launch_cost import Driver, cubin_bench_exit, take_flag
+from .launch_cost import Driver, cubin_bench_exit, take_flag, take_value
 from .tma_stream import SM_COUNT
 
 W, CHUNK_BYTES = 8, 512  # l2_share.cu
@@ -72,19 +72,13 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_C
 
 def main(argv: list[str] | None = None) -> int:
     fine, argv = take_flag(argv, "--fine")
-    args = list(sys.argv[1:] if argv is None else argv)
+    value, args = take_value(argv, "--grid")
     grid = SM_COUNT
-    if "--grid" in args:
-        i = args.index("--grid")
-        try:
-            grid = int(args[i + 1])
-        except (IndexError, ValueError):
-            print("l2_share: --grid takes a CTA count (1-132)", file=sys.stderr)
+    if value is not None:
+        if not value.isdigit() or not 1 <= int(value) <= SM_COUNT:
+            print(f"l2_share: --grid {value!r}: a CTA count between 1 and {SM_COUNT}", file=sys.stderr)
             return 2
-        if not 1 <= grid <= SM_COUNT:
-            print(f"l2_share: --grid {grid}: between 1 and {SM_COUNT}", file=sys.stderr)
-            return 2
-        del args[i:i + 2]
+        grid = int(value)
     return cubin_bench_exit("l2_share", __doc__, args, lambda torch, cubin, reps: measure(torch, cubin, reps, fine, grid), 5,
                             "JSON lines, one per (mode, size, state)",
                             epilog="--fine: sizes around each mode's knee, written once only; --grid N: the first N CTAs alone, mode 1")

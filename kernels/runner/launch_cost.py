@@ -177,6 +177,18 @@ def take_flag(argv: list[str] | None, flag: str) -> tuple[bool, list[str]]:
     return given, [a for a in args if a != flag]
 
 
+def take_value(argv: list[str] | None, option: str) -> tuple[str | None, list[str]]:
+    """(the value given after ``option``, or None; the arguments without the two): a benchmark's
+    own option, taken out as :func:`take_flag` takes a switch.  An option with nothing after it
+    gives ``""``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if option not in args:
+        return None, args
+    i = args.index(option)
+    value = args[i + 1] if i + 1 < len(args) else ""
+    return value, args[:i] + args[i + 2:]
+
+
 def cubin_bench_exit(*args, **kwargs) -> int:
     """:func:`run_cubin_bench` as a command's exit status: 0 when it measured, 2 when it could not run."""
     return 0 if run_cubin_bench(*args, **kwargs) is not None else 2

@@ -8,10 +8,10 @@ SM issuing on the same scheduler at the same time.  Each makes the stretch
 ``issue_share_per_warp`` longer: ``kernels/microbench/issue_share.cu`` ran one warp's dependent
 integer stream at 29.0 cycles an iteration alone and 42.0 / 54.0 / 66.0 with 1 / 2 / 3 other
 CTAs' warps running the same stream on its sub-partition (+0.43 of 29 each), while other CTAs'
-warps suspended in ``try_wait`` cost it nothing -- a blocked warp is not counted.  Nor is the
-part of a stretch that issues nothing (:attr:`~protosim.engine.state.WarpState.idle`: a sleep, an
-injected stall, the rest of an own arrive's round trip) is not stretched, and a stretch that is
-all of that does not count as working (one that mixes both counts for its whole length).
+warps suspended in ``try_wait`` cost it nothing -- a blocked warp is not counted.  The part of a
+stretch that issues nothing (:attr:`~protosim.engine.state.WarpState.idle`: a sleep, an injected
+stall, the rest of an own arrive's round trip) is not stretched, and a stretch that is all of that
+does not count as working (one that mixes both counts for its whole length).
 
 The share is read when a stretch starts (the warps working at that moment) and kept for the
 whole stretch: stretches are short (tens to a few hundred cycles) next to the waits between them.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import simpy
 
+from protosim.engine.issue import subpartition
 from protosim.engine.state import WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.ir import Op, RegisterMath
@@ -46,7 +47,7 @@ class AluUnit(Unit):
         m = self.m
         now = m.env.now
         schedulers = w.cta.sm.alu
-        s = schedulers[w.g % len(schedulers)]
+        s = schedulers[subpartition(w.g - w.cta.base, len(schedulers))]
         f = m.timing.scale(1.0)  # one jitter draw for the op (as for every latency)
         issue, mufu, half, shfl = server_cycles(op, self.arch)
         done = s.issue.serve(now, f * issue)

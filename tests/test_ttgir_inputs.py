@@ -409,3 +409,22 @@ def test_mutated_inputs_read_or_raise_ttgir_error(case):
             validate(schedule)
             assert schedule.op_count() <= MAX_OPS
         assert time.perf_counter() - t0 < 30  # bounds a runaway, with room for a loaded CI machine
+
+
+def test_a_splat_to_an_unreadable_tensor_type_reads_or_raises_ttgir_error(tmp_path):
+    """Found by the mutation test above (2026-12-04): `tensor<-1xi32, ...>` as a splat's result
+    gave the axis analysis tuples of two lengths, and an IndexError rather than a TtgirError."""
+    src = FIXTURES / "k256_s3.sm90.ttgir"
+    text = src.read_text()
+    old = "%offs_n_10 = tt.splat %offs_n : i32 -> tensor<64xi32,"
+    assert old in text
+    path = tmp_path / src.name
+    path.write_text(text.replace(old, "%offs_n_10 = tt.splat %offs_n : i32 -> tensor<-1xi32,"))
+    for side in (".launch.json", ".json"):
+        path.with_suffix(side).write_text(src.with_suffix(side).read_text())
+    try:
+        schedule, _ = read(path, max_ops=MAX_OPS)
+    except TtgirError as e:
+        assert str(e).startswith(str(path)), e
+    else:
+        validate(schedule)

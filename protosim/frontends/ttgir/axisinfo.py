@@ -198,7 +198,9 @@ class AxisInfo:
             a = self.info(ops[0], st)
             if a is None:
                 return None
-            return Info((1,) * rank, (a.divisibility[0],) * rank, shape, a.value)
+            # an unreadable result type (shape ()) is a rank-1 value, as for a constant: one
+            # entry in each of the three tuples, which every rule below indexes alike
+            return Info((1,) * rank, (a.divisibility[0],) * rank, shape if shape else (1,), a.value)
         if op == "tt.expand_dims":
             a = self.info(ops[0], st)
             if a is None or axis is None or axis > len(a.contiguity):

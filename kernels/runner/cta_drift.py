@@ -11,7 +11,7 @@ last launch. Run on the GPU machine:
 are read from beside it.) The stamped kernel runs with its own shared memory and again with more,
 so that at most 3, 2 or 1 CTAs fit an SM (:data:`FORCED_SMEM`): the same grid and reads at fewer
 CTAs an SM. (``--blocked``: :func:`measure_blocked`, the co-residency test with SMs held by
-kernels/microbench/sm_blocker.cu; ``--segments``: :func:`measure_segments`, the same for v5 with
+kernels/microbench/sm_blocker.cu, and with ``--warm-inputs`` A and B read again after D's fill; ``--segments``: :func:`measure_segments`, the same for v5 with
 five stamps a k-iteration.) One JSON line per config: the kernel times, and per run for every CTA's
 k-iteration the gap to the nearest other CTA's same iteration over the same A tile and over the
 same B tile (``%globaltimer`` ns; the quantiles, and the share within 125 / 250 / 500 ns), the
@@ -135,10 +135,16 @@ that :data:`BLOCKERS` spinning CTAs of kernels/microbench/sm_blocker.cu leave fr
 BLOCKERS = (0, 66, 99)
 
 
-def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
+def measure_blocked(torch, folder: Path, reps: int, warm_inputs: bool = False) -> list[dict]:
     """Each config's first :data:`BLOCKED_GRID` CTAs with 0, 66 or 99 SMs held by spinning CTAs on
     another stream: the same CTAs at 1, 2 or 4+ CTAs an SM while the chip's L2 traffic stays that of
-    132 CTAs -- whether the k-iteration's growth with co-resident CTAs is the SM's or the chip's."""
+    132 CTAs -- whether the k-iteration's growth with co-resident CTAs is the SM's or the chip's.
+
+    Each launch follows a NaN fill of all of D (the check that the covered tiles were written): at
+    4096 x 4096 that is 32 MB written just before the grid reads A and B.  ``warm_inputs`` reads A
+    and B after the fill (a sum of each), so that they are the L2's most recent lines at launch.
+    Each row also has the median k-iteration by iteration (``iteration_cycles_by_k``: the gap from
+    the top of iteration k to the top of k + 1, median over CTAs, then over launches)."""
     drv = Driver()
     manifest = json.loads((folder / "cta_drift.json").read_text())
     spin = Spinners(torch, drv, folder, max(BLOCKERS))
@@ -151,14 +157,17 @@ def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
         gemm = drv.launcher(fn, grid, c["threads"], c["smem"], spin.stream.cuda_stream, kernel_args(maps, diag))
         covered = [(b % c["m_tiles"], b // c["m_tiles"]) for b in range(grid)]
         for nblock in BLOCKERS:
-            iters, overlap, sms = [], 0, set()
+            iters, by_k, overlap, sms = [], [], 0, set()
             for _ in range(reps):
                 D.fill_(float("nan"))
+                if warm_inputs:
+                    A.sum(), B.sum()
                 spin.run(gemm, nblock)
                 clk = drv.read_int64s(fn, "protosim_drift_clock")
                 sm = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
-                iters.append(statistics.median(b - a for cta in range(grid)
-                                               for a, b in zip(clk[cta * its:(cta + 1) * its], clk[cta * its + 1:(cta + 1) * its])))
+                rows_ = [clk[cta * its:(cta + 1) * its] for cta in range(grid)]
+                iters.append(statistics.median(b - a for r in rows_ for a, b in zip(r, r[1:])))
+                by_k.append([statistics.median(r[k + 1] - r[k] for r in rows_) for k in range(its - 1)])
                 overlap += len(spin.held_sms(nblock) & set(sm))
                 sms |= set(sm)
             spun = spin.spinning()
@@ -169,7 +178,8 @@ def measure_blocked(torch, folder: Path, reps: int) -> list[dict]:
                    "mode": "blocked", "grid": grid, "blockers": nblock, "blockers_started": spun,
                    "gemm_sms": len(sms), "ctas_per_sm": per_sm, "sms_shared_with_blockers": overlap, "reps": reps,
                    "iteration_cycles_median": statistics.median(iters), "iteration_cycles": iters,
-                   "max_abs_error_covered": err if err == err else "nan"}
+                   "iteration_cycles_by_k": [statistics.median(launch[k] for launch in by_k) for k in range(its - 1)],
+                   "warm_inputs": warm_inputs, "max_abs_error_covered": err if err == err else "nan"}
             rows.append(row)
             print(f"{name} first {grid} CTAs, {nblock:>2} SMs held ({spun} spinning): on {len(sms)} SMs "
                   f"({per_sm:.1f} CTAs an SM), k-iteration {row['iteration_cycles_median']:.0f} cycles "
@@ -230,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     if segments:
         return folder_bench_exit("cta_drift", __doc__, argv, measure_segments, 5, "JSON lines, one per (config, SMs held)")
     blocked, argv = take_flag(argv, "--blocked")
+    warm, argv = take_flag(argv, "--warm-inputs")
     if blocked:
-        return folder_bench_exit("cta_drift", __doc__, argv, measure_blocked, 5, "JSON lines, one per (config, SMs held)")
+        return folder_bench_exit("cta_drift", __doc__, argv, lambda torch, folder, reps: measure_blocked(torch, folder, reps, warm),
+                                 5, "JSON lines, one per (config, SMs held)")
     return folder_bench_exit("cta_drift", __doc__, argv, measure, 10, "JSON lines, one per config")
 
 

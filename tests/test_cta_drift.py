@@ -134,10 +134,24 @@ def _blocked_row(grid: int, sms: int) -> dict:
 def test_the_replayed_k_iteration_grows_when_the_same_ctas_share_sms():
     from kernels.runner.cta_drift_replay import replay_row
 
-    apart = replay_row(_blocked_row(4, 4))
-    together = replay_row(_blocked_row(4, 1))
+    apart, apart_by_k = replay_row(_blocked_row(4, 4))
+    together, _ = replay_row(_blocked_row(4, 1))
     assert 500 < apart < 2000  # a v5 k-iteration, not a gap between a tile's two loads
     assert together > apart * 1.05  # four CTAs an SM stretch each other's local work
+    # K 512: eight k-tiles, seven gaps between loop tops; the first waits for the prologue's loads
+    assert len(apart_by_k) == 7
+    assert apart_by_k[0] > 1.2 * apart_by_k[-1]
+    assert min(apart_by_k) <= apart <= max(apart_by_k)
+
+
+def test_loop_tops_need_a_wgmma_role():
+    from kernels.runner.cta_drift_replay import loop_tops
+    from protosim.builders import BUILDERS
+    from protosim.config import GemmConfig
+    from protosim.engine.machine import replay
+
+    with pytest.raises(ValueError, match="wgmma"):
+        loop_tops(replay(BUILDERS["hgemm_v2"](GemmConfig(K=256))))
 
 
 def test_replay_refuses_a_file_without_blocked_rows(tmp_path, capsys):

@@ -21,7 +21,7 @@ the CTAs sharing an SM.
 
 Built on the CPU machine (apache-tvm, nvcc, a cuobjdump):
 
-    python -m kernels.microbench.cta_drift OUT_DIR
+    python -m kernels.microbench.cta_drift OUT_DIR [--set drift|m_sweep]
 
 writes ``<step>_drift_<M>x<N>x<K>_n<BN>_s<STAGES>_c<0|1>.sm_90a.cubin`` and ``cta_drift.json``;
 kernels/runner/cta_drift.py runs them.
@@ -40,6 +40,17 @@ CONFIGS = (("v4", 512, 512, 2048, 16, 2), ("v4", 2048, 2048, 1024, 16, 2), ("v4"
 """(step, M, N, K, BLK_N, PIPE_DEPTH): the fresh draws' configs that the L2 sharing rules moved most
 (results/silicon/timing/2026-12-04_l2_merge_side_trial_vB.txt): v4 at 128 CTAs one an SM, where
 the H200 shares; multi-wave v4 / v5 grids at several CTAs an SM, where it evidently does not."""
+
+M_SWEEP = tuple(("v4", m, 4096, 1024, 32, 2) for m in (512, 1024, 2048, 4096)) + tuple(
+    ("v5", m, 4096, 1024, 32, 2) for m in (512, 4096))
+"""``--set m_sweep``: one kernel shape (N 4096, K 1024, BLK_N 32) at M 512-4096, so that a grid's
+first 132 CTAs read 4, 8, 16 or 32 distinct A tiles at a time (CTA ``b`` takes M-tile ``b % (M /
+128)``), each shared by 33, 16, 8 or 4 CTAs, and B tiles shared by 4, 8, 16 or 32: whether v4's
+k-iteration at one CTA an SM grows with the distinct tiles a grid reads together (the warm blocked
+record's steady iterations: ~1,186 / ~1,300 / ~1,485 cycles at 4 / 16 / 32 A tiles, the model flat
+at 1,161-1,178)."""
+
+SETS = {"drift": CONFIGS, "m_sweep": M_SWEEP}
 
 
 def add_drift_stamps(source: str, k_iters: int, ctas: int) -> str:
@@ -116,7 +127,7 @@ def name_of(step: str, m: int, n: int, k: int, bn: int, stages: int) -> str:
     return f"{step}_drift_{m}x{n}x{k}_n{bn}_s{stages}"
 
 
-def build(out: Path) -> list[Path]:
+def build(out: Path, configs: tuple = CONFIGS) -> list[Path]:
     from kernels.toolchain.compiler import compile_primfunc, cuda_source
 
     from kernels.microbench.v5_parts import compile_variants, find_cuobjdump
@@ -127,7 +138,7 @@ def build(out: Path) -> list[Path]:
     tool = find_cuobjdump("cta_drift", "_c0")
     out.mkdir(parents=True, exist_ok=True)
     cubins, manifest = [], {}
-    for step, m, n, k, bn, stages in CONFIGS:
+    for step, m, n, k, bn, stages in configs:
         name = name_of(step, m, n, k, bn, stages)
         cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=stages, arch="h200")
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
@@ -146,9 +157,15 @@ def build(out: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kernels.runner.launch_cost import take_value
     from kernels.toolchain.compiler import out_dir_main
 
-    return out_dir_main("kernels.microbench.cta_drift", __doc__, build, argv)
+    name, argv = take_value(argv, "--set")
+    if name is not None and name not in SETS:
+        print(f"cta_drift: no set {name!r}; the sets are {', '.join(SETS)}", file=sys.stderr)
+        return 2
+    configs = SETS[name or "drift"]
+    return out_dir_main("kernels.microbench.cta_drift", __doc__, lambda out: build(out, configs), argv)
 
 
 if __name__ == "__main__":

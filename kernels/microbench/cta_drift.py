@@ -21,7 +21,7 @@ the CTAs sharing an SM.
 
 Built on the CPU machine (apache-tvm, nvcc, a cuobjdump):
 
-    python -m kernels.microbench.cta_drift OUT_DIR [--set drift|m_sweep]
+    python -m kernels.microbench.cta_drift OUT_DIR [--set drift|m_sweep|k_stride]
 
 writes ``<step>_drift_<M>x<N>x<K>_n<BN>_s<STAGES>_c<0|1>.sm_90a.cubin`` and ``cta_drift.json``;
 kernels/runner/cta_drift.py runs them.
@@ -50,7 +50,13 @@ k-iteration at one CTA an SM grows with the distinct tiles a grid reads together
 record's steady iterations: ~1,186 / ~1,300 / ~1,485 cycles at 4 / 16 / 32 A tiles, the model flat
 at 1,161-1,178)."""
 
-SETS = {"drift": CONFIGS, "m_sweep": M_SWEEP}
+K_STRIDE = (("v4", 4096, 4096, 960, 32, 2), ("v4", 4096, 4096, 1088, 32, 2), ("v4", 512, 4096, 960, 32, 2))
+"""``--set k_stride``: v4 at M 4096 (and 512) with K 960 and 1,088, whose A and B rows lie 1,920 and
+2,176 bytes apart instead of m_sweep's 2,048: whether M 4096's slower k-iteration (m_sweep: ~1,620
+cycles against ~1,270-1,390 at M 512-2048) comes from the lines' addresses (every line a k-iteration
+reads at one offset modulo a power of two) rather than from the count of distinct tiles."""
+
+SETS = {"drift": CONFIGS, "m_sweep": M_SWEEP, "k_stride": K_STRIDE}
 
 
 def add_drift_stamps(source: str, k_iters: int, ctas: int) -> str:

@@ -12,7 +12,10 @@
 //                        a part of `src` (in L2) onto one mbarrier, and wait for all: with
 //                        `flood` 1 each its own part; with `flood` G >= 2 groups of G flooders
 //                        (CTAs 1..G, G+1..2G, ...) read the same part at once -- the GEMMs' A tile,
-//                        which the CTAs of one row of the grid read together.
+//                        which the CTAs of one row of the grid read together.  With `strided`
+//                        the same parts go to flooders P apart instead (P = the number of parts,
+//                        ceil(131 / G)): flooder b reads part (b - 1) % P, as a GEMM grid whose CTA b
+//                        takes M-tile b % m_tiles spreads the readers of one A tile over the grid.
 // out[0] = probe latency, out[1] = the probe's actual delay after the barrier (cycles);
 // out[2b], out[2b+1] = flooder b's cycles from the barrier to its last issue and to its last byte.
 // kernels/runner/l2_queue.py runs it.  Build (CPU machine):
@@ -21,7 +24,7 @@
 
 extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restrict__ src, int chunk, int loads,
                                                            int probe_bytes, int delay, int flood,
-                                                           unsigned *counter, long long *out) {
+                                                           unsigned *counter, long long *out, int strided) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) uint64_t bar;
     if (threadIdx.x != 0) return;
@@ -42,7 +45,9 @@ extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restr
     }
     if (!flood) return;
     expect_tx(b, chunk * loads);
-    const int owner = flood <= 1 ? blockIdx.x : 1 + (blockIdx.x - 1) / flood * flood;  // never 0: the probe's part
+    const int parts = (gridDim.x - 1 + flood - 1) / flood;
+    const int part = strided ? (blockIdx.x - 1) % parts : (blockIdx.x - 1) / flood;
+    const int owner = flood <= 1 ? blockIdx.x : 1 + part * flood;  // never 0: the probe's part
     const char *mine = src + (size_t)owner * loads * chunk;
     for (int j = 0; j < loads; ++j) bulk_load(smem_addr(smem + (size_t)j * chunk), mine + (size_t)j * chunk, chunk, b);
     const long long t1 = clock64();

@@ -8,7 +8,9 @@ unloaded one; with the flood it shows how long a load waits behind the bytes oth
 for first -- all of them (a first-come first-served pipe, as the model has it), or its share.
 Run on the GPU machine:
 
-    python -m kernels.runner.l2_queue --cubin B/l2_queue.sm_90a.cubin --out results.jsonl
+    python -m kernels.runner.l2_queue --cubin B/l2_queue.sm_90a.cubin --out results.jsonl [--burst]
+
+(``--burst``: :func:`measure_burst`, one load a flooder by sharing and spread.)
 
 One JSON line per (probe bytes, delay, flood): the probe's latency in each of ``--reps``
 launches (median and all), the flooders' cycles to their last issue and to their last byte
@@ -21,7 +23,7 @@ import ctypes
 import statistics
 import sys
 
-from .launch_cost import Driver, cubin_bench_exit
+from .launch_cost import Driver, cubin_bench_exit, take_flag
 from .tma_stream import SM_COUNT
 
 SMEM = 200 * 1024
@@ -54,7 +56,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
                     out.zero_()
                     args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(CHUNK), ctypes.c_int(LOADS), ctypes.c_int(probe),
                             ctypes.c_int(delay), ctypes.c_int(flood), ctypes.c_void_p(counter.data_ptr()),
-                            ctypes.c_void_p(out.data_ptr())]
+                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(0)]
                     drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
                     torch.cuda.synchronize()
                     o = out.cpu().tolist()
@@ -81,7 +83,57 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+BURST_CHUNKS = (16384, 20480)
+"""--burst: one load a flooder of v4's A tile (128 x 64 fp16) and of its A + B tiles at BLK_N 32."""
+BURST_GROUPS = (1, 2, 4, 8, 16, 33, 131)
+
+
+def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
+    """One bulk load a flooder, all 131 at once after the grid barrier (what v4's CTAs do at the top
+    of every k-iteration at one CTA an SM): the cycles to each flooder's byte, by how many flooders
+    share a part (G) and whether a part's readers are consecutive CTAs or P = ceil(131 / G) apart
+    (``strided``: a GEMM grid's A tile).  No probe load (2 KiB from a part no flooder reads)."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function(cubin, "l2_queue", SMEM)
+    src = torch.randn(SM_COUNT * max(BURST_CHUNKS) // 2, device="cuda", dtype=torch.float16)
+    counter = torch.zeros(1, dtype=torch.int32, device="cuda")
+    out = torch.zeros(2 * SM_COUNT, dtype=torch.int64, device="cuda")
+    rows = []
+    for chunk in BURST_CHUNKS:
+        for group in BURST_GROUPS:
+            for strided in ((0, 1) if 1 < group < SM_COUNT - 1 else (0,)):
+                landed, landed_max, landed_min = [], [], []
+                for _ in range(reps):
+                    src.add_(0)  # the whole source written just before: in L2
+                    counter.zero_()
+                    out.zero_()
+                    args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(chunk), ctypes.c_int(1), ctypes.c_int(2048),
+                            ctypes.c_int(0), ctypes.c_int(group), ctypes.c_void_p(counter.data_ptr()),
+                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(strided)]
+                    drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
+                    torch.cuda.synchronize()
+                    o = out.cpu().tolist()[3::2][1:]
+                    landed.append(statistics.median(o))
+                    landed_max.append(max(o))
+                    landed_min.append(min(o))
+                parts = -(-(SM_COUNT - 1) // group)
+                row = {"mode": "burst", "chunk": chunk, "loads": 1, "flooders": SM_COUNT - 1, "sharing": group,
+                       "strided": bool(strided), "parts": parts, "distinct_bytes": parts * chunk,
+                       "requested_bytes": (SM_COUNT - 1) * chunk, "reps": reps,
+                       "landed_median": statistics.median(landed), "landed_max": statistics.median(landed_max),
+                       "landed_min": statistics.median(landed_min), "landed_medians": landed}
+                print(f"burst {chunk // 1024} KiB, {group:>3} a part ({parts:>3} parts, {'strided' if strided else 'consecutive'}): "
+                      f"landed median {row['landed_median']:.0f}, min {row['landed_min']:.0f}, max {row['landed_max']:.0f} cycles",
+                      flush=True)
+                rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    burst, argv = take_flag(argv, "--burst")
+    if burst:
+        return cubin_bench_exit("l2_queue", __doc__, argv, measure_burst, 9, "JSON lines, one per (chunk, sharing, strided)")
     return cubin_bench_exit("l2_queue", __doc__, argv, measure, 9, "JSON lines, one per (probe bytes, delay, flood)")
 
 

@@ -16,6 +16,9 @@
 //                        the same parts go to flooders P apart instead (P = the number of parts,
 //                        ceil(131 / G)): flooder b reads part (b - 1) % P, as a GEMM grid whose CTA b
 //                        takes M-tile b % m_tiles spreads the readers of one A tile over the grid.
+// `part_of_sm` (may be null): the part a flooder reads by its %smid instead (-1: it does not flood),
+// so that the readers of a part can be chosen by where they run (l2_queue --burst-gpc); `sm_of_cta`
+// (may be null): each CTA's %smid.
 // out[0] = probe latency, out[1] = the probe's actual delay after the barrier (cycles);
 // out[2b], out[2b+1] = flooder b's cycles from the barrier to its last issue and to its last byte.
 // kernels/runner/l2_queue.py runs it.  Build (CPU machine):
@@ -24,10 +27,14 @@
 
 extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restrict__ src, int chunk, int loads,
                                                            int probe_bytes, int delay, int flood,
-                                                           unsigned *counter, long long *out, int strided) {
+                                                           unsigned *counter, long long *out, int strided,
+                                                           const int *part_of_sm, int *sm_of_cta) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ __align__(8) uint64_t bar;
     if (threadIdx.x != 0) return;
+    uint32_t smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    if (sm_of_cta) sm_of_cta[blockIdx.x] = (int)smid;
     const uint32_t b = smem_addr(&bar);
     init_barrier(b, 1);
     grid_meet(counter);
@@ -46,8 +53,12 @@ extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restr
     if (!flood) return;
     expect_tx(b, chunk * loads);
     const int parts = (gridDim.x - 1 + flood - 1) / flood;
-    const int part = strided ? (blockIdx.x - 1) % parts : (blockIdx.x - 1) / flood;
-    const int owner = flood <= 1 ? blockIdx.x : 1 + part * flood;  // never 0: the probe's part
+    int part = strided ? (blockIdx.x - 1) % parts : (blockIdx.x - 1) / flood;
+    if (part_of_sm) {
+        part = part_of_sm[smid];
+        if (part < 0) return;
+    }
+    const int owner = flood <= 1 && !part_of_sm ? blockIdx.x : 1 + part * flood;  // never 0: the probe's part
     const char *mine = src + (size_t)owner * loads * chunk;
     for (int j = 0; j < loads; ++j) bulk_load(smem_addr(smem + (size_t)j * chunk), mine + (size_t)j * chunk, chunk, b);
     const long long t1 = clock64();

@@ -10,7 +10,8 @@ Run on the GPU machine:
 
     python -m kernels.runner.l2_queue --cubin B/l2_queue.sm_90a.cubin --out results.jsonl [--burst]
 
-(``--burst``: :func:`measure_burst`, one load a flooder by sharing and spread.)
+(``--burst``: :func:`measure_burst`, one load a flooder by sharing and spread; ``--burst-gpc``:
+:func:`measure_burst_gpc`, the readers of a part chosen by TPC and GPC, with gpc_map's cubin beside.)
 
 One JSON line per (probe bytes, delay, flood): the probe's latency in each of ``--reps``
 launches (median and all), the flooders' cycles to their last issue and to their last byte
@@ -22,8 +23,9 @@ from __future__ import annotations
 import ctypes
 import statistics
 import sys
+from itertools import zip_longest
 
-from .launch_cost import Driver, cubin_bench_exit, take_flag
+from .launch_cost import Driver, cubin_bench_exit, folder_bench_exit, take_flag
 from .tma_stream import SM_COUNT
 
 SMEM = 200 * 1024
@@ -56,7 +58,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
                     out.zero_()
                     args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(CHUNK), ctypes.c_int(LOADS), ctypes.c_int(probe),
                             ctypes.c_int(delay), ctypes.c_int(flood), ctypes.c_void_p(counter.data_ptr()),
-                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(0)]
+                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(0), ctypes.c_void_p(0), ctypes.c_void_p(0)]
                     drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
                     torch.cuda.synchronize()
                     o = out.cpu().tolist()
@@ -99,21 +101,24 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
     src = torch.randn(SM_COUNT * max(BURST_CHUNKS) // 2, device="cuda", dtype=torch.float16)
     counter = torch.zeros(1, dtype=torch.int32, device="cuda")
     out = torch.zeros(2 * SM_COUNT, dtype=torch.int64, device="cuda")
+    smids = torch.zeros(SM_COUNT, dtype=torch.int32, device="cuda")
     rows = []
     for chunk in BURST_CHUNKS:
         for group in BURST_GROUPS:
             for strided in ((0, 1) if 1 < group < SM_COUNT - 1 else (0,)):
-                landed, landed_max, landed_min = [], [], []
+                landed, landed_max, landed_min, placed = [], [], [], []
                 for _ in range(reps):
                     src.add_(0)  # the whole source written just before: in L2
                     counter.zero_()
                     out.zero_()
                     args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(chunk), ctypes.c_int(1), ctypes.c_int(2048),
                             ctypes.c_int(0), ctypes.c_int(group), ctypes.c_void_p(counter.data_ptr()),
-                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(strided)]
+                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(strided), ctypes.c_void_p(0),
+                            ctypes.c_void_p(smids.data_ptr())]
                     drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
                     torch.cuda.synchronize()
                     o = out.cpu().tolist()[3::2][1:]
+                    placed.append(smids.cpu().tolist())
                     landed.append(statistics.median(o))
                     landed_max.append(max(o))
                     landed_min.append(min(o))
@@ -122,7 +127,7 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
                        "strided": bool(strided), "parts": parts, "distinct_bytes": parts * chunk,
                        "requested_bytes": (SM_COUNT - 1) * chunk, "reps": reps,
                        "landed_median": statistics.median(landed), "landed_max": statistics.median(landed_max),
-                       "landed_min": statistics.median(landed_min), "landed_medians": landed}
+                       "landed_min": statistics.median(landed_min), "landed_medians": landed, "sm_of_cta": placed}
                 print(f"burst {chunk // 1024} KiB, {group:>3} a part ({parts:>3} parts, {'strided' if strided else 'consecutive'}): "
                       f"landed median {row['landed_median']:.0f}, min {row['landed_min']:.0f}, max {row['landed_max']:.0f} cycles",
                       flush=True)
@@ -130,7 +135,75 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+def burst_schemes(groups: list[list[int]]) -> dict[str, tuple[int, dict[int, int]]]:
+    """The GPC-chosen bursts: scheme -> (readers a part, part of each SM), from the SMs grouped by
+    GPC (:func:`kernels.runner.gpc_map.gpc_groups`).  A TPC is SMs 2k and 2k + 1 of one group; an SM
+    in no group, or left over, reads nothing."""
+    gpcs = [sorted(g) for g in groups if len(g) >= 4]
+    tpcs = [[[sm, sm + 1] for sm in g if sm % 2 == 0 and sm + 1 in g] for g in gpcs]
+    schemes: dict[str, tuple[int, dict[int, int]]] = {}
+
+    def add(name: str, size: int, parts: list[list[int]]) -> None:
+        schemes[name] = (size, {sm: p for p, members in enumerate(parts) for sm in members})
+
+    add("distinct", 1, [[sm] for g in gpcs for sm in g])
+    add("tpc_pairs", 2, [t for ts in tpcs for t in ts])
+    add("gpc_pairs", 2, [[a[i], b[i]] for ts in tpcs for a, b in zip(ts[0::2], ts[1::2]) for i in (0, 1)])
+    add("cross_pairs", 2, [[x, y] for g, h in zip(gpcs[0::2], gpcs[1::2]) for x, y in zip(g, h)])
+    add("gpc_fours", 4, [a + b for ts in tpcs for a, b in zip(ts[0::2], ts[1::2])])
+    add("cross_fours", 4, [list(sms) for k in range(0, len(gpcs) - 3, 4) for sms in zip(*gpcs[k:k + 4])])
+    add("gpc_whole", max(len(g) for g in gpcs), gpcs)
+    add("cross_whole", len(gpcs), [[sm for sm in sms if sm is not None] for sms in zip_longest(*gpcs)])
+    return schemes
+
+
+def measure_burst_gpc(torch, folder, reps: int) -> list[dict]:
+    """--burst-gpc: the burst with each part's readers chosen by where they run -- the two SMs of a
+    TPC, two or four SMs of one GPC, the same from different GPCs, a whole GPC, one SM of each GPC
+    -- against every SM reading its own (``distinct``).  Needs ``gpc_map.sm_90a.cubin`` beside the
+    l2_queue cubin (kernels/microbench/gpc_map.cu); the SM groups it found are in every row."""
+    from .gpc_map import gpc_groups
+
+    drv = Driver()
+    groups, _ = gpc_groups(torch, drv, (folder / "gpc_map.sm_90a.cubin").read_bytes())
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function((folder / "l2_queue.sm_90a.cubin").read_bytes(), "l2_queue", SMEM)
+    chunk = BURST_CHUNKS[0]
+    src = torch.randn(2 * SM_COUNT * chunk // 2, device="cuda", dtype=torch.float16)  # parts 1 + p * size: < 2 x 132
+    counter = torch.zeros(1, dtype=torch.int32, device="cuda")
+    out = torch.zeros(2 * SM_COUNT, dtype=torch.int64, device="cuda")
+    smids = torch.zeros(SM_COUNT, dtype=torch.int32, device="cuda")
+    rows = []
+    for name, (size, part_of) in burst_schemes(groups).items():
+        table = torch.tensor([part_of.get(sm, -1) for sm in range(SM_COUNT)], dtype=torch.int32, device="cuda")
+        landed, readers = [], []
+        for _ in range(reps):
+            src.add_(0)
+            counter.zero_()
+            out.zero_()
+            args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(chunk), ctypes.c_int(1), ctypes.c_int(2048),
+                    ctypes.c_int(0), ctypes.c_int(size), ctypes.c_void_p(counter.data_ptr()),
+                    ctypes.c_void_p(out.data_ptr()), ctypes.c_int(0), ctypes.c_void_p(table.data_ptr()),
+                    ctypes.c_void_p(smids.data_ptr())]
+            drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
+            torch.cuda.synchronize()
+            o, sm = out.cpu().tolist(), smids.cpu().tolist()
+            mine = [o[2 * c + 1] for c in range(1, SM_COUNT) if part_of.get(sm[c], -1) >= 0]
+            landed.append(statistics.median(mine))
+            readers.append(len(mine))
+        row = {"mode": "burst_gpc", "scheme": name, "chunk": chunk, "loads": 1, "sharing": size,
+               "parts": len(set(part_of.values())), "readers_median": statistics.median(readers), "reps": reps,
+               "landed_median": statistics.median(landed), "landed_medians": landed, "gpc_groups": groups}
+        print(f"burst {chunk // 1024} KiB {name:>12s}: {row['parts']:>3} parts of {size:>2}, "
+              f"{row['readers_median']:.0f} readers, landed median {row['landed_median']:.0f} cycles", flush=True)
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    by_gpc, argv = take_flag(argv, "--burst-gpc")
+    if by_gpc:
+        return folder_bench_exit("l2_queue", __doc__, argv, measure_burst_gpc, 9, "JSON lines, one per scheme")
     burst, argv = take_flag(argv, "--burst")
     if burst:
         return cubin_bench_exit("l2_queue", __doc__, argv, measure_burst, 9, "JSON lines, one per (chunk, sharing, strided)")

@@ -106,7 +106,7 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
     for chunk in BURST_CHUNKS:
         for group in BURST_GROUPS:
             for strided in ((0, 1) if 1 < group < SM_COUNT - 1 else (0,)):
-                landed, landed_max, landed_min, placed = [], [], [], []
+                landed, landed_max, landed_min, placed, each = [], [], [], [], []
                 for _ in range(reps):
                     src.add_(0)  # the whole source written just before: in L2
                     counter.zero_()
@@ -119,6 +119,7 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
                     torch.cuda.synchronize()
                     o = out.cpu().tolist()[3::2][1:]
                     placed.append(smids.cpu().tolist())
+                    each.append(o)
                     landed.append(statistics.median(o))
                     landed_max.append(max(o))
                     landed_min.append(min(o))
@@ -127,7 +128,8 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
                        "strided": bool(strided), "parts": parts, "distinct_bytes": parts * chunk,
                        "requested_bytes": (SM_COUNT - 1) * chunk, "reps": reps,
                        "landed_median": statistics.median(landed), "landed_max": statistics.median(landed_max),
-                       "landed_min": statistics.median(landed_min), "landed_medians": landed, "sm_of_cta": placed}
+                       "landed_min": statistics.median(landed_min), "landed_medians": landed, "sm_of_cta": placed,
+                       "landed_by_cta": each}
                 print(f"burst {chunk // 1024} KiB, {group:>3} a part ({parts:>3} parts, {'strided' if strided else 'consecutive'}): "
                       f"landed median {row['landed_median']:.0f}, min {row['landed_min']:.0f}, max {row['landed_max']:.0f} cycles",
                       flush=True)
@@ -147,6 +149,9 @@ def burst_schemes(groups: list[list[int]]) -> dict[str, tuple[int, dict[int, int
         schemes[name] = (size, {sm: p for p, members in enumerate(parts) for sm in members})
 
     add("distinct", 1, [[sm] for g in gpcs for sm in g])
+    flat = [sm for g in gpcs for sm in g]
+    half = len(flat) // 2  # the same parts read by other SMs: whether which SM reads which address matters
+    add("distinct_rotated", 1, [[flat[(r + half) % len(flat)]] for r in range(len(flat))])
     add("tpc_pairs", 2, [t for ts in tpcs for t in ts])
     add("gpc_pairs", 2, [[a[i], b[i]] for ts in tpcs for a, b in zip(ts[0::2], ts[1::2]) for i in (0, 1)])
     add("cross_pairs", 2, [[x, y] for g, h in zip(gpcs[0::2], gpcs[1::2]) for x, y in zip(g, h)])
@@ -176,7 +181,7 @@ def measure_burst_gpc(torch, folder, reps: int) -> list[dict]:
     rows = []
     for name, (size, part_of) in burst_schemes(groups).items():
         table = torch.tensor([part_of.get(sm, -1) for sm in range(SM_COUNT)], dtype=torch.int32, device="cuda")
-        landed, readers = [], []
+        landed, readers, by_sm = [], [], []
         for _ in range(reps):
             src.add_(0)
             counter.zero_()
@@ -191,9 +196,12 @@ def measure_burst_gpc(torch, folder, reps: int) -> list[dict]:
             mine = [o[2 * c + 1] for c in range(1, SM_COUNT) if part_of.get(sm[c], -1) >= 0]
             landed.append(statistics.median(mine))
             readers.append(len(mine))
+            by_sm.append({sm[c]: o[2 * c + 1] for c in range(1, SM_COUNT) if part_of.get(sm[c], -1) >= 0})
         row = {"mode": "burst_gpc", "scheme": name, "chunk": chunk, "loads": 1, "sharing": size,
                "parts": len(set(part_of.values())), "readers_median": statistics.median(readers), "reps": reps,
-               "landed_median": statistics.median(landed), "landed_medians": landed, "gpc_groups": groups}
+               "landed_median": statistics.median(landed), "landed_medians": landed, "gpc_groups": groups,
+               "part_of_sm": {str(k): v for k, v in sorted(part_of.items())},
+               "landed_by_sm": [{str(k): v for k, v in sorted(d.items())} for d in by_sm]}
         print(f"burst {chunk // 1024} KiB {name:>12s}: {row['parts']:>3} parts of {size:>2}, "
               f"{row['readers_median']:.0f} readers, landed median {row['landed_median']:.0f} cycles", flush=True)
         rows.append(row)

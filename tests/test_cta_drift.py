@@ -162,3 +162,13 @@ def test_replay_refuses_a_file_without_blocked_rows(tmp_path, capsys):
     assert main([str(path)]) == 2
     assert "no cta_drift --blocked rows" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_the_build_names_its_sets_and_refuses_another(tmp_path, capsys):
+    from kernels.microbench.cta_drift import SETS, main, name_of
+
+    assert main([str(tmp_path / "out"), "--set", "nope"]) == 2
+    assert "no set 'nope'" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    names = [name_of(*c) for configs in SETS.values() for c in configs]
+    assert len(names) == len(set(names))  # no two configs of any sets share a cubin name
+    assert {c[1] for c in SETS["m_sweep"] if c[0] == "v4"} == {512, 1024, 2048, 4096}

@@ -172,3 +172,46 @@ def test_the_build_names_its_sets_and_refuses_another(tmp_path, capsys):
     names = [name_of(*c) for configs in SETS.values() for c in configs]
     assert len(names) == len(set(names))  # no two configs of any sets share a cubin name
     assert {c[1] for c in SETS["m_sweep"] if c[0] == "v4"} == {512, 1024, 2048, 4096}
+
+
+WS_LIKE = HEAD + f"""\
+  alignas(64) int tile_no_ptr[1];
+  alignas(64) int m_idx_ptr[1];
+  alignas(64) int n_idx_ptr[1];
+  while (1) {{
+    m_idx_ptr[0] = next_m();
+    n_idx_ptr[0] = next_n();
+    for (int k = 0; k < 4; ++k) {{
+      wait_stage();
+      {FENCE}
+      wgmma();
+    }}
+    tile_no_ptr[0] = (tile_no_ptr[0] + 1);
+  }}
+}}
+"""
+
+
+def test_tile_stamps_index_the_walk_and_record_the_tile():
+    from kernels.microbench.cta_drift import add_tile_drift_stamps
+
+    text = add_tile_drift_stamps(WS_LIKE, 4, 132, 8)
+    assert preprocess(text, 0) == WS_LIKE
+    on = preprocess(text, 1)
+    assert "protosim_drift_ns[4224]" in on and "protosim_drift_tile[2112]" in on  # 132 x 8 tiles x 4 k; 2 a tile
+    loop_top = lines_with(on, "for (int k = 0; k < 4; ++k)")[0]
+    stamp = lines_with(on, "protosim_drift_ns[(((int)blockIdx.x) * 8 + tile_no_ptr[0]) * 4 + k]")[0]
+    assert stamp > loop_top and stamp < lines_with(on, FENCE)[0]
+    assert lines_with(on, "tile_no_ptr[0] < 8")  # a CTA's tiles past the eighth are not stamped
+    with pytest.raises(ValueError, match="not a persistent tile walk"):
+        add_tile_drift_stamps(V4_LIKE, 16, 132, 1)
+
+
+def test_tile_gaps_pair_reads_of_one_tile_by_other_ctas_only():
+    from kernels.runner.cta_drift import tile_gaps
+
+    # two CTAs, two tiles each, two k: CTA 0 walks (m0, n0) then (m1, n0); CTA 1 walks (m0, n1), then nothing
+    ns = [100, 200, 300, 400, 110, 230, 0, 0]
+    tiles = [0, 0, 1, 0, 0, 1, 1, 1]
+    assert sorted(tile_gaps(ns, tiles, 2, 2, 2, 0)) == [10, 10, 30, 30]  # m0 at k 0 and 1; m1 read by CTA 0 alone
+    assert tile_gaps(ns, tiles, 2, 2, 2, 1) == []  # n0 twice, but both by CTA 0

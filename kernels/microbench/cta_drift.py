@@ -21,7 +21,7 @@ the CTAs sharing an SM.
 
 Built on the CPU machine (apache-tvm, nvcc, a cuobjdump):
 
-    python -m kernels.microbench.cta_drift OUT_DIR [--set drift|m_sweep|k_stride]
+    python -m kernels.microbench.cta_drift OUT_DIR [--set drift|m_sweep|k_stride|persistent]
 
 writes ``<step>_drift_<M>x<N>x<K>_n<BN>_s<STAGES>_c<0|1>.sm_90a.cubin`` and ``cta_drift.json``;
 kernels/runner/cta_drift.py runs them.
@@ -56,7 +56,49 @@ K_STRIDE = (("v4", 4096, 4096, 960, 32, 2), ("v4", 4096, 4096, 1088, 32, 2), ("v
 cycles against ~1,270-1,390 at M 512-2048) comes from the lines' addresses (every line a k-iteration
 reads at one offset modulo a power of two) rather than from the count of distinct tiles."""
 
-SETS = {"drift": CONFIGS, "m_sweep": M_SWEEP, "k_stride": K_STRIDE}
+PERSISTENT = (("ws", 2048, 2048, 256, 32, 1), ("ws", 4096, 4096, 256, 64, 1), ("ws", 2048, 2048, 4096, 32, 2))
+"""``--set persistent``: ws grids persistent on 132 SMs, the ones a merge-within-a-set rule moved most
+after the fact (part 7: -3.8 -> +30.3%, +3.6 -> +16.4%, -22.1 -> -11.0%).  Their CTAs walk tiles
+(``t = blockIdx.x + 132 j``, TVM's grouped order), so the stamps are indexed by the CTA's tile
+number (:func:`add_tile_drift_stamps`): how far apart in time the readers of one A tile ask for it
+when a persistent grid's CTAs have walked a few tiles."""
+
+SETS = {"drift": CONFIGS, "m_sweep": M_SWEEP, "k_stride": K_STRIDE, "persistent": PERSISTENT}
+
+_TILE_WALK = ("tile_no_ptr[0]", "m_idx_ptr[0]", "n_idx_ptr[0]")
+"""What TVM's persistent kernels keep of the tile in hand: its number in the CTA's walk and its
+M and N tile indices."""
+
+
+def add_tile_drift_stamps(source: str, k_iters: int, ctas: int, tiles: int) -> str:
+    """``source`` with ``PROTOSIM_DRIFT`` (defined 0 or 1 by the build): when 1, thread 0 stamps
+    ``%globaltimer`` and ``clock64()`` at the top of every MMA k-iteration of each of its CTA's first
+    ``tiles`` tiles, at ``(blockIdx.x * tiles + tile_no) * k_iters + k``, and the tile's M and N
+    indices at ``2 * (blockIdx.x * tiles + tile_no)``.  Refuses a kernel that does not walk tiles."""
+    kernel, loop = mma_loop(source)
+    body = source[kernel.end():]
+    missing = [v for v in _TILE_WALK if v not in body]
+    if missing:
+        raise ValueError(f"no {', '.join(missing)} in the kernel: not a persistent tile walk")
+    var = loop.group(2)
+    indent = loop.group(1) + "  "
+    n = tiles * ctas
+    slot = f"(((int)blockIdx.x) * {tiles} + tile_no_ptr[0])"
+    return (source[:kernel.start()]
+            + f"#if PROTOSIM_DRIFT\n__device__ long long protosim_drift_ns[{n * k_iters}];\n"
+              f"__device__ long long protosim_drift_clock[{n * k_iters}];\n__device__ long long protosim_drift_tile[{2 * n}];\n"
+              f"__device__ long long protosim_drift_sm[{ctas}];\n#endif\n"
+            + source[kernel.start():loop.end()]
+            + f"#if PROTOSIM_DRIFT\n{indent}if (((int)threadIdx.x) == 0 && tile_no_ptr[0] < {tiles}) {{\n"
+              f"{indent}  unsigned long long protosim_ns; unsigned protosim_sm;\n"
+              f'{indent}  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(protosim_ns));\n'
+              f"{indent}  protosim_drift_clock[{slot} * {k_iters} + {var}] = clock64();\n"
+              f"{indent}  protosim_drift_ns[{slot} * {k_iters} + {var}] = (long long)protosim_ns;\n"
+              f"{indent}  if ({var} == 0) {{\n"
+              f"{indent}    protosim_drift_tile[2 * {slot}] = m_idx_ptr[0]; protosim_drift_tile[2 * {slot} + 1] = n_idx_ptr[0];\n"
+              f'{indent}    asm volatile("mov.u32 %0, %%smid;" : "=r"(protosim_sm)); protosim_drift_sm[(int)blockIdx.x] = protosim_sm;\n'
+              f"{indent}  }}\n{indent}}}\n#endif\n"
+            + source[loop.end():])
 
 
 def add_drift_stamps(source: str, k_iters: int, ctas: int) -> str:
@@ -149,14 +191,19 @@ def build(out: Path, configs: tuple = CONFIGS) -> list[Path]:
         cfg = GemmConfig(M=m, N=n, K=k, BLK_N=bn, PIPE_DEPTH=stages, arch="h200")
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
         grid = grid_ctas(step, cfg)
-        text = add_drift_stamps(cuda_source(mod), k // 64, grid)
+        tiles = -(-(cfg.m_tiles * cfg.n_tiles) // grid)  # the most tiles a CTA walks
+        if step in ("v6", "ws"):
+            text = add_tile_drift_stamps(cuda_source(mod), k // 64, grid, tiles)
+        else:
+            text = add_drift_stamps(cuda_source(mod), k // 64, grid)
         variants = {0: "c0", 1: "c1"}
         if step == "v5":
             text = add_segment_stamps(text, k // 64, grid)
             variants[2] = "c2"
         manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": stages,
                           "threads": int(_BOUNDS.search(text).group(1)), "grid": grid, "k_iters": k // 64,
-                          "m_tiles": m // 128, "smem": smem_bytes(step, cfg)}
+                          "m_tiles": m // 128, "smem": smem_bytes(step, cfg),
+                          **({"persistent": True, "tiles_per_cta": tiles} if step in ("v6", "ws") else {})}
         cubins += compile_variants("cta_drift", mod, text, out, name, "PROTOSIM_DRIFT", variants, 0, tool)
     (out / "cta_drift.json").write_text(json.dumps(manifest, indent=1))
     return cubins

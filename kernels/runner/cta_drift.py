@@ -11,7 +11,8 @@ last launch. Run on the GPU machine:
 are read from beside it.) The stamped kernel runs with its own shared memory and again with more,
 so that at most 3, 2 or 1 CTAs fit an SM (:data:`FORCED_SMEM`): the same grid and reads at fewer
 CTAs an SM. (``--blocked``: :func:`measure_blocked`, the co-residency test with SMs held by
-kernels/microbench/sm_blocker.cu, and with ``--warm-inputs`` A and B read again after D's fill; ``--segments``: :func:`measure_segments`, the same for v5 with
+kernels/microbench/sm_blocker.cu; ``--tiles``: :func:`measure_tiles`, the persistent configs' co-readers over
+their whole tile walk; and with ``--warm-inputs`` A and B read again after D's fill; ``--segments``: :func:`measure_segments`, the same for v5 with
 five stamps a k-iteration.) One JSON line per config: the kernel times, and per run for every CTA's
 k-iteration the gap to the nearest other CTA's same iteration over the same A tile and over the
 same B tile (``%globaltimer`` ns; the quantiles, and the share within 125 / 250 / 500 ns), the
@@ -235,7 +236,76 @@ def measure_segments(torch, folder: Path, reps: int) -> list[dict]:
     return rows
 
 
+def tile_gaps(ns: list[int], tiles_of: list[int], ctas: int, tiles: int, k_iters: int, which: int) -> list[int]:
+    """For every (CTA, tile of its walk, k) stamped: the gap to the nearest read of the same A
+    (``which`` 0: the tile's M index) or B (1: its N index) tile at the same k by another CTA.
+    Unstamped slots (a CTA that walked fewer tiles) are zero and left out."""
+    by: dict[tuple[int, int], list[int]] = {}
+    for c in range(ctas):
+        for j in range(tiles):
+            slot = c * tiles + j
+            row = ns[slot * k_iters:(slot + 1) * k_iters]
+            if not row or row[0] == 0:
+                continue
+            for k, t in enumerate(row):
+                by.setdefault((tiles_of[2 * slot + which], k), []).append((t, c))
+    gaps = []
+    for reads in by.values():
+        for t, c in reads:  # a few readers a tile: the nearest read by another CTA, by a scan
+            near = [abs(t - u) for u, d in reads if d != c]
+            if near:
+                gaps.append(min(near))
+    return gaps
+
+
+def measure_tiles(torch, folder: Path, reps: int) -> list[dict]:
+    """--tiles: the persistent configs of the folder (``--set persistent``) at their own grid: the
+    kernel time as built and stamped, and for each reader of an A or B tile at a k the gap in ns to
+    the nearest other CTA reading the same tile at the same k (every tile a CTA walks)."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    manifest = json.loads((folder / "cta_drift.json").read_text())
+    rows = []
+    for name, c in manifest.items():
+        if not c.get("persistent"):
+            continue
+        m, n, k, bn, grid, its, tiles = c["M"], c["N"], c["K"], c["BLK_N"], c["grid"], c["k_iters"], c["tiles_per_cta"]
+        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
+        row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
+               "mode": "tiles", "grid": grid, "tiles_per_cta": tiles, "k_iters": its}
+        for variant in ("c0", "c1"):
+            fn = drv.function((folder / f"{name}_{variant}.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
+            D.fill_(float("nan"))
+            diag.zero_()
+            t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], c["smem"], stream, kernel_args(maps, diag)),
+                              reps=reps, warmup=2)
+            torch.cuda.synchronize()
+            err = float((D.float() - ref).abs().max().item())
+            row[f"kernel_ms_{variant}"] = t
+            row[f"max_abs_error_{variant}"] = err if err == err else "nan"
+            row[f"diag_timeouts_{variant}"] = int(diag[0].item())
+        ns = drv.read_int64s(fn, "protosim_drift_ns")
+        tile_ids = drv.read_int64s(fn, "protosim_drift_tile")
+        row["sm_of_cta"] = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
+        row["a_tile_gap_ns"] = summary(tile_gaps(ns, tile_ids, grid, tiles, its, 0))
+        row["b_tile_gap_ns"] = summary(tile_gaps(ns, tile_ids, grid, tiles, its, 1))
+        walks = [[ns[(cta * tiles + j) * its] for j in range(tiles)] for cta in range(grid)]
+        row["first_tile_start_spread_ns"] = max(w[0] for w in walks) - min(w[0] for w in walks)
+        row["tile_ns_median"] = statistics.median(b - a for w in walks for a, b in zip(w, w[1:]) if a and b) if tiles > 1 else None
+        a, b = row["a_tile_gap_ns"], row["b_tile_gap_ns"]
+        print(f"{name}: {row['kernel_ms_c0']['median'] * 1e3:.1f} us as built, {row['kernel_ms_c1']['median'] * 1e3:.1f} stamped; "
+              f"A co-readers p50/p90 {a['p50']:.0f}/{a['p90']:.0f} ns (within 125 / 500 ns {a['within_125']:.2f} / "
+              f"{a['within_500']:.2f}); B p50 {b['p50']:.0f} ns (within 125 {b['within_125']:.2f}); a tile every "
+              f"{row['tile_ns_median']} ns; max |err| {row['max_abs_error_c1']:.3g}", flush=True)
+        rows.append(row)
+        del A, B, D, diag
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    per_tile, argv = take_flag(argv, "--tiles")
+    if per_tile:
+        return folder_bench_exit("cta_drift", __doc__, argv, measure_tiles, 10, "JSON lines, one per persistent config")
     segments, argv = take_flag(argv, "--segments")
     if segments:
         return folder_bench_exit("cta_drift", __doc__, argv, measure_segments, 5, "JSON lines, one per (config, SMs held)")

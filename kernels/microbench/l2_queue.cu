@@ -37,6 +37,7 @@ extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restr
     if (sm_of_cta) sm_of_cta[blockIdx.x] = (int)smid;
     const uint32_t b = smem_addr(&bar);
     init_barrier(b, 1);
+    const int chosen = part_of_sm ? part_of_sm[smid] : -1;  // read before the barrier: not timed
     grid_meet(counter);
     const long long t0 = clock64();
     if (blockIdx.x == 0) {
@@ -55,7 +56,7 @@ extern "C" __global__ void __launch_bounds__(32, 1) l2_queue(const char *__restr
     const int parts = (gridDim.x - 1 + flood - 1) / flood;
     int part = strided ? (blockIdx.x - 1) % parts : (blockIdx.x - 1) / flood;
     if (part_of_sm) {
-        part = part_of_sm[smid];
+        part = chosen;
         if (part < 0) return;
     }
     const int owner = flood <= 1 && !part_of_sm ? blockIdx.x : 1 + part * flood;  // never 0: the probe's part

@@ -47,3 +47,30 @@ def test_each_scheme_puts_its_readers_where_its_name_says():
 def test_no_part_reads_past_the_source_the_runner_allocates():
     for size, part_of in burst_schemes(GPCS).values():
         assert 1 + max(part_of.values()) * size + 1 <= 2 * 132  # l2_queue's owner offset, in chunks
+
+
+def test_sweep_schemes_share_within_and_across_sets_as_named():
+    from kernels.runner.l2_queue import sweep_schemes
+
+    groups = [list(range(8 * g, 8 * g + 8)) for g in range(14)] + [list(range(112, 128)), [128, 129], [130, 131]]
+    sets = {sm: sm // 8 for sm in range(128)}  # the group of sixteen is split in its sorted halves
+    schemes = sweep_schemes(groups)
+    for name, (size, part_of) in schemes.items():
+        assert sorted(part_of) == list(range(128)), name  # every SM of the sets reads, once
+        shared = [p for p in _parts(part_of) if len(p) > 1]
+        if name == "distinct":
+            assert not shared
+            continue
+        kind, arg = name.split("_")
+        for p in shared:
+            per_set = defaultdict(int)
+            for sm in p:
+                per_set[sets[sm]] += 1
+            if kind == "within":
+                assert len(p) == int(arg) and len(per_set) == 1
+            elif kind == "across":
+                assert len(p) == int(arg) and set(per_set.values()) == {1}
+            else:
+                m, s = map(int, arg.split("x"))
+                assert len(per_set) == s and set(per_set.values()) == {m}
+        assert size == max(len(p) for p in _parts(part_of))

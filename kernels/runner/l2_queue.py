@@ -162,10 +162,46 @@ def burst_schemes(groups: list[list[int]]) -> dict[str, tuple[int, dict[int, int
     return schemes
 
 
-def measure_burst_gpc(torch, folder, reps: int) -> list[dict]:
+def _sets_of(groups: list[list[int]]) -> list[list[int]]:
+    """gpc_map's groups as sets of eight SMs (a group of sixteen, two sets the map joined, split in
+    its sorted halves); smaller groups left out."""
+    sets = []
+    for g in groups:
+        g = sorted(g)
+        sets += [g[i:i + 8] for i in range(0, len(g) - 7, 8)]
+    return sets
+
+
+def sweep_schemes(groups: list[list[int]]) -> dict[str, tuple[int, dict[int, int]]]:
+    """--burst-gpc --sweep: parts shared by k SMs of one set (k 2, 4, 8), by k SMs one from each of k
+    sets (k 2, 3, 4, 6, 8, 12), and by m SMs of each of s sets (2 x 4, 2 x 8, 4 x 4); every SM of the
+    sets that no such part takes reads a part of its own, so that each burst has the same readers."""
+    sets = _sets_of(groups)
+    every = [sm for s in sets for sm in s]
+
+    def scheme(parts: list[list[int]]) -> tuple[int, dict[int, int]]:
+        taken = {sm for p in parts for sm in p}
+        parts = parts + [[sm] for sm in every if sm not in taken]
+        return max(len(p) for p in parts), {sm: i for i, p in enumerate(parts) for sm in p}
+
+    out = {"distinct": scheme([])}
+    for k in (2, 4, 8):
+        out[f"within_{k}"] = scheme([s[i:i + k] for s in sets for i in range(0, 8, k)])
+    for k in (2, 3, 4, 6, 8, 12):
+        out[f"across_{k}"] = scheme([[sets[b + j][i] for j in range(k)]
+                                     for b in range(0, len(sets) - k + 1, k) for i in range(8)])
+    for m, s in ((2, 4), (2, 8), (4, 4)):
+        out[f"mixed_{m}x{s}"] = scheme([[sm for j in range(s) for sm in sets[b + j][i:i + m]]
+                                        for b in range(0, len(sets) - s + 1, s) for i in range(0, 8, m)])
+    return out
+
+
+def measure_burst_gpc(torch, folder, reps: int, sweep: bool = False) -> list[dict]:
     """--burst-gpc: the burst with each part's readers chosen by where they run -- the two SMs of a
     TPC, two or four SMs of one GPC, the same from different GPCs, a whole GPC, one SM of each GPC
-    -- against every SM reading its own (``distinct``).  Needs ``gpc_map.sm_90a.cubin`` beside the
+    -- against every SM reading its own (``distinct``); with ``sweep`` (``--sweep``) the schemes of
+    :func:`sweep_schemes`, each row with the median landing of the readers that share.  Needs
+    ``gpc_map.sm_90a.cubin`` beside the
     l2_queue cubin (kernels/microbench/gpc_map.cu); the SM groups it found are in every row."""
     from .gpc_map import gpc_groups
 
@@ -174,14 +210,20 @@ def measure_burst_gpc(torch, folder, reps: int) -> list[dict]:
     stream = torch.cuda.current_stream().cuda_stream
     fn = drv.function((folder / "l2_queue.sm_90a.cubin").read_bytes(), "l2_queue", SMEM)
     chunk = BURST_CHUNKS[0]
-    src = torch.randn(2 * SM_COUNT * chunk // 2, device="cuda", dtype=torch.float16)  # parts 1 + p * size: < 2 x 132
     counter = torch.zeros(1, dtype=torch.int32, device="cuda")
     out = torch.zeros(2 * SM_COUNT, dtype=torch.int64, device="cuda")
     smids = torch.zeros(SM_COUNT, dtype=torch.int32, device="cuda")
     rows = []
-    for name, (size, part_of) in burst_schemes(groups).items():
+    schemes = sweep_schemes(groups) if sweep else burst_schemes(groups)
+    chunks = max(2 + max(part_of.values()) * size for size, part_of in schemes.values())  # part p at 1 + p * size
+    src = torch.randn(chunks * chunk // 2, device="cuda", dtype=torch.float16)
+    for name, (size, part_of) in schemes.items():
+        readers_of: dict[int, int] = {}
+        for p in part_of.values():
+            readers_of[p] = readers_of.get(p, 0) + 1
+        shared = {sm for sm, p in part_of.items() if readers_of[p] > 1}
         table = torch.tensor([part_of.get(sm, -1) for sm in range(SM_COUNT)], dtype=torch.int32, device="cuda")
-        landed, readers, by_sm = [], [], []
+        landed, readers, by_sm, shared_landed = [], [], [], []
         for _ in range(reps):
             src.add_(0)
             counter.zero_()
@@ -197,21 +239,26 @@ def measure_burst_gpc(torch, folder, reps: int) -> list[dict]:
             landed.append(statistics.median(mine))
             readers.append(len(mine))
             by_sm.append({sm[c]: o[2 * c + 1] for c in range(1, SM_COUNT) if part_of.get(sm[c], -1) >= 0})
+            shared_landed.append(statistics.median([t for s_, t in by_sm[-1].items() if s_ in shared] or [0]))
         row = {"mode": "burst_gpc", "scheme": name, "chunk": chunk, "loads": 1, "sharing": size,
                "parts": len(set(part_of.values())), "readers_median": statistics.median(readers), "reps": reps,
                "landed_median": statistics.median(landed), "landed_medians": landed, "gpc_groups": groups,
+               "shared_readers": len(shared), "landed_shared_median": statistics.median(shared_landed) if shared else None,
                "part_of_sm": {str(k): v for k, v in sorted(part_of.items())},
                "landed_by_sm": [{str(k): v for k, v in sorted(d.items())} for d in by_sm]}
         print(f"burst {chunk // 1024} KiB {name:>12s}: {row['parts']:>3} parts of {size:>2}, "
-              f"{row['readers_median']:.0f} readers, landed median {row['landed_median']:.0f} cycles", flush=True)
+              f"{row['readers_median']:.0f} readers, landed median {row['landed_median']:.0f} cycles"
+              + (f" ({len(shared)} sharing: {row['landed_shared_median']:.0f})" if shared else ""), flush=True)
         rows.append(row)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     by_gpc, argv = take_flag(argv, "--burst-gpc")
+    sweep, argv = take_flag(argv, "--sweep")
     if by_gpc:
-        return folder_bench_exit("l2_queue", __doc__, argv, measure_burst_gpc, 9, "JSON lines, one per scheme")
+        return folder_bench_exit("l2_queue", __doc__, argv, lambda torch, folder, reps: measure_burst_gpc(torch, folder, reps, sweep),
+                                 9, "JSON lines, one per scheme")
     burst, argv = take_flag(argv, "--burst")
     if burst:
         return cubin_bench_exit("l2_queue", __doc__, argv, measure_burst, 9, "JSON lines, one per (chunk, sharing, strided)")

@@ -70,23 +70,14 @@ a config's k-iteration can be read at several CTAs an SM with the same grid and 
 def stamped_run(torch, drv: Driver, folder: Path, name: str, c: dict, smem: int, operands, reps: int) -> dict:
     """Launch ``name``'s stamped kernel with ``smem`` bytes of dynamic shared memory; its times and
     the stamps of its last launch, summarized."""
-    stream = torch.cuda.current_stream().cuda_stream
-    A, B, D, diag, maps, ref = operands
     its, grid, m_tiles = c["k_iters"], c["grid"], c["m_tiles"]
-    fn = drv.function((folder / f"{name}_c1.sm_90a.cubin").read_bytes(), "kernel_kernel", smem)
-    D.fill_(float("nan"))
-    diag.zero_()
-    t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], smem, stream, kernel_args(maps, diag)),
-                      reps=reps, warmup=2)
-    torch.cuda.synchronize()
-    err = float((D.float() - ref).abs().max().item())
+    fn, t, err, timeouts = timed_variant(torch, drv, folder, name, "c1", c, grid, smem, operands, reps)
     ns = drv.read_int64s(fn, "protosim_drift_ns")
     clk = drv.read_int64s(fn, "protosim_drift_clock")
     sm = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
     ns_rows = [ns[b * its:(b + 1) * its] for b in range(grid)]
     clk_rows = [clk[b * its:(b + 1) * its] for b in range(grid)]
-    return {"smem": smem, "kernel_ms": t, "max_abs_error": err if err == err else "nan",
-            "diag_timeouts": int(diag[0].item()),
+    return {"smem": smem, "kernel_ms": t, "max_abs_error": err, "diag_timeouts": timeouts,
             "a_tile_gap_ns": summary(nearest_gaps(ns_rows, [b % m_tiles for b in range(grid)])),
             "b_tile_gap_ns": summary(nearest_gaps(ns_rows, [b // m_tiles for b in range(grid)])),
             "same_sm_gap_cycles": summary(nearest_gaps(clk_rows, sm)),
@@ -95,26 +86,34 @@ def stamped_run(torch, drv: Driver, folder: Path, name: str, c: dict, smem: int,
             "ctas_on_busiest_sm": max(sm.count(s_) for s_ in set(sm))}
 
 
+def timed_variant(torch, drv: Driver, folder: Path, name: str, variant: str, c: dict, grid: int, smem: int,
+                  operands, reps: int):
+    """Launch ``name``'s ``variant`` cubin (``c0`` as built, ``c1`` stamped) ``reps`` times after D's
+    NaN fill: (its function, for the stamps; the kernel time; the largest error of D against fp32;
+    the kernel's diag timeouts)."""
+    A, B, D, diag, maps, ref = operands
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function((folder / f"{name}_{variant}.sm_90a.cubin").read_bytes(), "kernel_kernel", smem)
+    D.fill_(float("nan"))
+    diag.zero_()
+    t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], smem, stream, kernel_args(maps, diag)), reps=reps, warmup=2)
+    torch.cuda.synchronize()
+    err = float((D.float() - ref).abs().max().item())
+    return fn, t, err if err == err else "nan", int(diag[0].item())
+
+
 def measure(torch, folder: Path, reps: int) -> list[dict]:
     drv = Driver()
-    stream = torch.cuda.current_stream().cuda_stream
     manifest = json.loads((folder / "cta_drift.json").read_text())
     rows = []
     for name, c in manifest.items():
         m, n, k, bn, grid = c["M"], c["N"], c["K"], c["BLK_N"], c["grid"]
         operands = one_tile_operands(torch, drv, m, n, k, bn)
         A, B, D, diag, maps, ref = operands
-        fn = drv.function((folder / f"{name}_c0.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
-        D.fill_(float("nan"))
-        diag.zero_()
-        t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], c["smem"], stream, kernel_args(maps, diag)),
-                          reps=reps, warmup=2)
-        torch.cuda.synchronize()
-        err = float((D.float() - ref).abs().max().item())
+        _, t, err, timeouts = timed_variant(torch, drv, folder, name, "c0", c, grid, c["smem"], operands, reps)
         row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
                "grid": grid, "threads": c["threads"], "smem": c["smem"], "k_iters": c["k_iters"],
-               "kernel_ms_c0": t, "max_abs_error_c0": err if err == err else "nan",
-               "diag_timeouts_c0": int(diag[0].item()), "stamped": []}
+               "kernel_ms_c0": t, "max_abs_error_c0": err, "diag_timeouts_c0": timeouts, "stamped": []}
         for smem in [c["smem"]] + [s_ for _, s_ in sorted(FORCED_SMEM.items(), reverse=True) if s_ > c["smem"]]:
             r = stamped_run(torch, drv, folder, name, c, smem, operands, reps)
             row["stamped"].append(r)
@@ -263,27 +262,18 @@ def measure_tiles(torch, folder: Path, reps: int) -> list[dict]:
     kernel time as built and stamped, and for each reader of an A or B tile at a k the gap in ns to
     the nearest other CTA reading the same tile at the same k (every tile a CTA walks)."""
     drv = Driver()
-    stream = torch.cuda.current_stream().cuda_stream
     manifest = json.loads((folder / "cta_drift.json").read_text())
     rows = []
     for name, c in manifest.items():
         if not c.get("persistent"):
             continue
         m, n, k, bn, grid, its, tiles = c["M"], c["N"], c["K"], c["BLK_N"], c["grid"], c["k_iters"], c["tiles_per_cta"]
-        A, B, D, diag, maps, ref = one_tile_operands(torch, drv, m, n, k, bn)
+        operands = one_tile_operands(torch, drv, m, n, k, bn)
         row = {"step": c["step"], "config": {"M": m, "N": n, "K": k, "BLK_N": bn, "PIPE_DEPTH": c["PIPE_DEPTH"]},
                "mode": "tiles", "grid": grid, "tiles_per_cta": tiles, "k_iters": its}
         for variant in ("c0", "c1"):
-            fn = drv.function((folder / f"{name}_{variant}.sm_90a.cubin").read_bytes(), "kernel_kernel", c["smem"])
-            D.fill_(float("nan"))
-            diag.zero_()
-            t = T.kernel_time(torch, drv.launcher(fn, grid, c["threads"], c["smem"], stream, kernel_args(maps, diag)),
-                              reps=reps, warmup=2)
-            torch.cuda.synchronize()
-            err = float((D.float() - ref).abs().max().item())
-            row[f"kernel_ms_{variant}"] = t
-            row[f"max_abs_error_{variant}"] = err if err == err else "nan"
-            row[f"diag_timeouts_{variant}"] = int(diag[0].item())
+            fn, t, err, timeouts = timed_variant(torch, drv, folder, name, variant, c, grid, c["smem"], operands, reps)
+            row[f"kernel_ms_{variant}"], row[f"max_abs_error_{variant}"], row[f"diag_timeouts_{variant}"] = t, err, timeouts
         ns = drv.read_int64s(fn, "protosim_drift_ns")
         tile_ids = drv.read_int64s(fn, "protosim_drift_tile")
         row["sm_of_cta"] = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
@@ -298,7 +288,7 @@ def measure_tiles(torch, folder: Path, reps: int) -> list[dict]:
               f"{a['within_500']:.2f}); B p50 {b['p50']:.0f} ns (within 125 {b['within_125']:.2f}); a tile every "
               f"{row['tile_ns_median']} ns; max |err| {row['max_abs_error_c1']:.3g}", flush=True)
         rows.append(row)
-        del A, B, D, diag
+        del operands
     return rows
 
 

@@ -215,3 +215,11 @@ def test_tile_gaps_pair_reads_of_one_tile_by_other_ctas_only():
     tiles = [0, 0, 1, 0, 0, 1, 1, 1]
     assert sorted(tile_gaps(ns, tiles, 2, 2, 2, 0)) == [10, 10, 30, 30]  # m0 at k 0 and 1; m1 read by CTA 0 alone
     assert tile_gaps(ns, tiles, 2, 2, 2, 1) == []  # n0 twice, but both by CTA 0
+
+
+def test_summary_of_gives_quantiles_and_nothing_for_no_values():
+    from kernels.runner.cta_drift import summary_of
+
+    s = summary_of([1.5, 1.79, 1.8, 1.81])
+    assert s["n"] == 4 and s["min"] == 1.5 and s["max"] == 1.81 and s["p10"] < s["p50"] < s["p90"]
+    assert summary_of([]) == {}

@@ -235,6 +235,14 @@ def measure_segments(torch, folder: Path, reps: int) -> list[dict]:
     return rows
 
 
+def summary_of(values: list[float]) -> dict:
+    """n, p10 / p50 / p90, min and max of ``values`` ({} for none)."""
+    if not values:
+        return {}
+    q = statistics.quantiles(values, n=10, method="inclusive") if len(values) > 1 else [values[0]] * 9
+    return {"n": len(values), "p10": q[0], "p50": q[4], "p90": q[8], "min": min(values), "max": max(values)}
+
+
 def tile_gaps(ns: list[int], tiles_of: list[int], ctas: int, tiles: int, k_iters: int, which: int) -> list[int]:
     """For every (CTA, tile of its walk, k) stamped: the gap to the nearest read of the same A
     (``which`` 0: the tile's M index) or B (1: its N index) tile at the same k by another CTA.
@@ -279,10 +287,20 @@ def measure_tiles(torch, folder: Path, reps: int) -> list[dict]:
         row["sm_of_cta"] = drv.read_int64s(fn, "protosim_drift_sm")[:grid]
         row["a_tile_gap_ns"] = summary(tile_gaps(ns, tile_ids, grid, tiles, its, 0))
         row["b_tile_gap_ns"] = summary(tile_gaps(ns, tile_ids, grid, tiles, its, 1))
+        clk = drv.read_int64s(fn, "protosim_drift_clock")
         walks = [[ns[(cta * tiles + j) * its] for j in range(tiles)] for cta in range(grid)]
+        ticks = [[clk[(cta * tiles + j) * its] for j in range(tiles)] for cta in range(grid)]
+        # the SM clock over each CTA's walk and over each tile (clock64 cycles per ns of %globaltimer):
+        # a clock switch counts no cycle, so time spent switching shows as a lower rate than either clock
+        row["walk_clock_ghz"] = summary_of([(t[-1] - t[0]) / (w[-1] - w[0]) for w, t in zip(walks, ticks)
+                                            if len(w) > 1 and w[-1] and w[0] and w[-1] > w[0]])
+        row["tile_clock_ghz"] = summary_of([(t[j + 1] - t[j]) / (w[j + 1] - w[j]) for w, t in zip(walks, ticks)
+                                            for j in range(len(w) - 1) if w[j] and w[j + 1] and w[j + 1] > w[j]])
         row["first_tile_start_spread_ns"] = max(w[0] for w in walks) - min(w[0] for w in walks)
         row["tile_ns_median"] = statistics.median(b - a for w in walks for a, b in zip(w, w[1:]) if a and b) if tiles > 1 else None
         a, b = row["a_tile_gap_ns"], row["b_tile_gap_ns"]
+        g = row["walk_clock_ghz"]
+        print(f"{name}: SM clock over the walk {g.get('p10', 0):.3f} / {g.get('p50', 0):.3f} / {g.get('p90', 0):.3f} GHz (p10/p50/p90)", flush=True)
         print(f"{name}: {row['kernel_ms_c0']['median'] * 1e3:.1f} us as built, {row['kernel_ms_c1']['median'] * 1e3:.1f} stamped; "
               f"A co-readers p50/p90 {a['p50']:.0f}/{a['p90']:.0f} ns (within 125 / 500 ns {a['within_125']:.2f} / "
               f"{a['within_500']:.2f}); B p50 {b['p50']:.0f} ns (within 125 {b['within_125']:.2f}); a tile every "

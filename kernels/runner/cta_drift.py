@@ -83,7 +83,10 @@ def stamped_run(torch, drv: Driver, folder: Path, name: str, c: dict, smem: int,
             "same_sm_gap_cycles": summary(nearest_gaps(clk_rows, sm)),
             "iteration_ns_median": statistics.median(b - a for r in ns_rows for a, b in zip(r, r[1:])) if its > 1 else None,
             "iteration_cycles_median": statistics.median(b - a for r in clk_rows for a, b in zip(r, r[1:])) if its > 1 else None,
-            "ctas_on_busiest_sm": max(sm.count(s_) for s_ in set(sm))}
+            "ctas_on_busiest_sm": max(sm.count(s_) for s_ in set(sm)),
+            # the SM clock over each CTA's k-loop: clock64 cycles per ns of %globaltimer
+            "loop_clock_ghz": summary_of([(c_[-1] - c_[0]) / (n_[-1] - n_[0]) for n_, c_ in zip(ns_rows, clk_rows)
+                                          if its > 1 and n_[-1] > n_[0]])}
 
 
 def timed_variant(torch, drv: Driver, folder: Path, name: str, variant: str, c: dict, grid: int, smem: int,
@@ -122,7 +125,8 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
                   f"{t['median'] * 1e3 if smem == c['smem'] else float('nan'):.1f} us as built, stamped "
                   f"{r['kernel_ms']['median'] * 1e3:.1f} us; iteration {r['iteration_ns_median']} ns "
                   f"{r['iteration_cycles_median']} cycles; nearest co-reader A p50/p90 {a['p50']:.0f}/{a['p90']:.0f} ns "
-                  f"(within 125 ns {a['within_125']:.2f}), B p50 {b['p50']:.0f} ns; max |err| {r['max_abs_error']:.3g}",
+                  f"(within 125 ns {a['within_125']:.2f}), B p50 {b['p50']:.0f} ns; SM clock over the k-loops p50 "
+                  f"{r['loop_clock_ghz'].get('p50', 0):.3f} GHz; max |err| {r['max_abs_error']:.3g}",
                   flush=True)
         rows.append(row)
         del operands, A, B, D, diag

@@ -21,7 +21,7 @@ the CTAs sharing an SM.
 
 Built on the CPU machine (apache-tvm, nvcc, a cuobjdump):
 
-    python -m kernels.microbench.cta_drift OUT_DIR [--set drift|m_sweep|k_stride|persistent]
+    python -m kernels.microbench.cta_drift OUT_DIR [--set drift|m_sweep|k_stride|persistent|sm_counts]
 
 writes ``<step>_drift_<M>x<N>x<K>_n<BN>_s<STAGES>_c<0|1>.sm_90a.cubin`` and ``cta_drift.json``;
 kernels/runner/cta_drift.py runs them.
@@ -63,7 +63,13 @@ after the fact (part 7: -3.8 -> +30.3%, +3.6 -> +16.4%, -22.1 -> -11.0%).  Their
 number (:func:`add_tile_drift_stamps`): how far apart in time the readers of one A tile ask for it
 when a persistent grid's CTAs have walked a few tiles."""
 
-SETS = {"drift": CONFIGS, "m_sweep": M_SWEEP, "k_stride": K_STRIDE, "persistent": PERSISTENT}
+SM_COUNTS = tuple((step, m, n, 4096, 32, 2) for step in ("v5", "v4")
+                  for m, n in ((128, 256), (256, 352), (384, 352), (768, 352), (1536, 352)))
+"""``--set sm_counts``: v5 and v4 grids of 8, 22, 33, 66 and 132 CTAs (128 x 256, then M 256-1536 x N 352, BLK_N 32, K 4096:
+64 k-iterations), so that the SM clock over their k-loops (item 14 of the cta_drift md: 1.68-1.80 GHz on
+grids filling the chip) can be read by how many SMs work."""
+
+SETS = {"drift": CONFIGS, "m_sweep": M_SWEEP, "k_stride": K_STRIDE, "persistent": PERSISTENT, "sm_counts": SM_COUNTS}
 
 _TILE_WALK = ("tile_no_ptr[0]", "m_idx_ptr[0]", "n_idx_ptr[0]")
 """What TVM's persistent kernels keep of the tile in hand: its number in the CTA's walk and its

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from math import nan
 from pathlib import Path
 
 from . import timing as T
@@ -124,8 +125,8 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
             print(f"{name} smem {smem // 1024:>3} KiB ({r['ctas_on_busiest_sm']:>2} CTAs on the busiest SM): "
                   f"{t['median'] * 1e3 if smem == c['smem'] else float('nan'):.1f} us as built, stamped "
                   f"{r['kernel_ms']['median'] * 1e3:.1f} us; iteration {r['iteration_ns_median']} ns "
-                  f"{r['iteration_cycles_median']} cycles; nearest co-reader A p50/p90 {a['p50']:.0f}/{a['p90']:.0f} ns "
-                  f"(within 125 ns {a['within_125']:.2f}), B p50 {b['p50']:.0f} ns; SM clock over the k-loops p50 "
+                  f"{r['iteration_cycles_median']} cycles; nearest co-reader A p50/p90 {a.get('p50', nan):.0f}/{a.get('p90', nan):.0f} ns "
+                  f"(within 125 ns {a.get('within_125', nan):.2f}), B p50 {b.get('p50', nan):.0f} ns; SM clock over the k-loops p50 "
                   f"{r['loop_clock_ghz'].get('p50', 0):.3f} GHz; max |err| {r['max_abs_error']:.3g}",
                   flush=True)
         rows.append(row)
@@ -306,8 +307,8 @@ def measure_tiles(torch, folder: Path, reps: int) -> list[dict]:
         g = row["walk_clock_ghz"]
         print(f"{name}: SM clock over the walk {g.get('p10', 0):.3f} / {g.get('p50', 0):.3f} / {g.get('p90', 0):.3f} GHz (p10/p50/p90)", flush=True)
         print(f"{name}: {row['kernel_ms_c0']['median'] * 1e3:.1f} us as built, {row['kernel_ms_c1']['median'] * 1e3:.1f} stamped; "
-              f"A co-readers p50/p90 {a['p50']:.0f}/{a['p90']:.0f} ns (within 125 / 500 ns {a['within_125']:.2f} / "
-              f"{a['within_500']:.2f}); B p50 {b['p50']:.0f} ns (within 125 {b['within_125']:.2f}); a tile every "
+              f"A co-readers p50/p90 {a.get('p50', nan):.0f}/{a.get('p90', nan):.0f} ns (within 125 / 500 ns {a.get('within_125', nan):.2f} / "
+              f"{a.get('within_500', nan):.2f}); B p50 {b.get('p50', nan):.0f} ns (within 125 {b.get('within_125', nan):.2f}); a tile every "
               f"{row['tile_ns_median']} ns; max |err| {row['max_abs_error_c1']:.3g}", flush=True)
         rows.append(row)
         del operands

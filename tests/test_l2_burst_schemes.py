@@ -74,3 +74,17 @@ def test_sweep_schemes_share_within_and_across_sets_as_named():
                 m, s = map(int, arg.split("x"))
                 assert len(per_set) == s and set(per_set.values()) == {m}
         assert size == max(len(p) for p in _parts(part_of))
+
+
+def test_queue_args_follow_the_kernels_parameters():
+    import re
+    from pathlib import Path
+
+    from kernels.runner.l2_queue import queue_args
+
+    cu = (Path(__file__).resolve().parents[1] / "kernels" / "microbench" / "l2_queue.cu").read_text()
+    params = re.search(r"l2_queue\(([^)]*)\)", cu).group(1).split(",")
+    args = queue_args(None, 16384, 1, 2048, 0, 4, None, None)
+    assert len(args) == len(params)
+    kinds = ["int" if re.match(r"\s*int \w+$", p) else "ptr" for p in params]
+    assert kinds == ["int" if type(a).__name__ == "c_int" else "ptr" for a in args]

@@ -81,52 +81,55 @@ def add_tile_drift_stamps(source: str, k_iters: int, ctas: int, tiles: int) -> s
     ``%globaltimer`` and ``clock64()`` at the top of every MMA k-iteration of each of its CTA's first
     ``tiles`` tiles, at ``(blockIdx.x * tiles + tile_no) * k_iters + k``, and the tile's M and N
     indices at ``2 * (blockIdx.x * tiles + tile_no)``.  Refuses a kernel that does not walk tiles."""
-    kernel, loop = mma_loop(source)
-    body = source[kernel.end():]
-    missing = [v for v in _TILE_WALK if v not in body]
+    kernel, _ = mma_loop(source)
+    missing = [v for v in _TILE_WALK if v not in source[kernel.end():]]
     if missing:
         raise ValueError(f"no {', '.join(missing)} in the kernel: not a persistent tile walk")
-    var = loop.group(2)
-    indent = loop.group(1) + "  "
     n = tiles * ctas
     slot = f"(((int)blockIdx.x) * {tiles} + tile_no_ptr[0])"
-    return (source[:kernel.start()]
-            + f"#if PROTOSIM_DRIFT\n__device__ long long protosim_drift_ns[{n * k_iters}];\n"
-              f"__device__ long long protosim_drift_clock[{n * k_iters}];\n__device__ long long protosim_drift_tile[{2 * n}];\n"
-              f"__device__ long long protosim_drift_sm[{ctas}];\n#endif\n"
+    return _loop_top_stamps(
+        source,
+        f"__device__ long long protosim_drift_ns[{n * k_iters}];\n__device__ long long protosim_drift_clock[{n * k_iters}];\n"
+        f"__device__ long long protosim_drift_tile[{2 * n}];\n__device__ long long protosim_drift_sm[{ctas}];\n",
+        f" && tile_no_ptr[0] < {tiles}", f"{slot} * {k_iters} + {{k}}",
+        "{i}  if ({k} == 0) {{\n"
+        f"{{i}}    protosim_drift_tile[2 * {slot}] = m_idx_ptr[0]; protosim_drift_tile[2 * {slot} + 1] = n_idx_ptr[0];\n"
+        '{i}    asm volatile("mov.u32 %0, %%smid;" : "=r"(protosim_sm)); protosim_drift_sm[(int)blockIdx.x] = protosim_sm;\n'
+        "{i}  }}\n")
+
+
+def _loop_top_stamps(source: str, arrays: str, guard: str, slot: str, at_first_k: str) -> str:
+    """``source`` with, under ``PROTOSIM_DRIFT``, the ``__device__`` ``arrays`` declared before the
+    kernel and thread 0 (when ``guard`` also holds) writing ``clock64()`` and ``%globaltimer`` at
+    ``slot * k_iters + k`` at the top of every iteration of the MMA k-loop (``{k}`` in ``slot`` and
+    ``at_first_k`` is the loop's variable; ``at_first_k``: lines run at k == 0, ``{i}`` their indent)."""
+    kernel, loop = mma_loop(source)
+    var = loop.group(2)
+    indent = loop.group(1) + "  "
+    at = slot.format(k=var)
+    return (source[:kernel.start()] + f"#if PROTOSIM_DRIFT\n{arrays}#endif\n"
             + source[kernel.start():loop.end()]
-            + f"#if PROTOSIM_DRIFT\n{indent}if (((int)threadIdx.x) == 0 && tile_no_ptr[0] < {tiles}) {{\n"
+            + f"#if PROTOSIM_DRIFT\n{indent}if (((int)threadIdx.x) == 0{guard}) {{\n"
               f"{indent}  unsigned long long protosim_ns; unsigned protosim_sm;\n"
               f'{indent}  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(protosim_ns));\n'
-              f"{indent}  protosim_drift_clock[{slot} * {k_iters} + {var}] = clock64();\n"
-              f"{indent}  protosim_drift_ns[{slot} * {k_iters} + {var}] = (long long)protosim_ns;\n"
-              f"{indent}  if ({var} == 0) {{\n"
-              f"{indent}    protosim_drift_tile[2 * {slot}] = m_idx_ptr[0]; protosim_drift_tile[2 * {slot} + 1] = n_idx_ptr[0];\n"
-              f'{indent}    asm volatile("mov.u32 %0, %%smid;" : "=r"(protosim_sm)); protosim_drift_sm[(int)blockIdx.x] = protosim_sm;\n'
-              f"{indent}  }}\n{indent}}}\n#endif\n"
+              f"{indent}  protosim_drift_clock[{at}] = clock64();\n"
+              f"{indent}  protosim_drift_ns[{at}] = (long long)protosim_ns;\n"
+              + at_first_k.format(k=var, i=indent)
+            + f"{indent}}}\n#endif\n"
             + source[loop.end():])
 
 
 def add_drift_stamps(source: str, k_iters: int, ctas: int) -> str:
     """``source`` with ``PROTOSIM_DRIFT`` (defined 0 or 1 by the build): when 1, thread 0 stamps the
     top of every iteration of the MMA k-loop (the one loop holding the wgmma fence)."""
-    kernel, loop = mma_loop(source)
-    var = loop.group(2)
-    indent = loop.group(1) + "  "
     n = k_iters * ctas
-    return (source[:kernel.start()]
-            + f"#if PROTOSIM_DRIFT\n__device__ long long protosim_drift_ns[{n}];\n"
-              f"__device__ long long protosim_drift_clock[{n}];\n__device__ long long protosim_drift_sm[{ctas}];\n#endif\n"
-            + source[kernel.start():loop.end()]
-            + f"#if PROTOSIM_DRIFT\n{indent}if (((int)threadIdx.x) == 0) {{\n"
-              f"{indent}  unsigned long long protosim_ns; unsigned protosim_sm;\n"
-              f'{indent}  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(protosim_ns));\n'
-              f"{indent}  protosim_drift_clock[((int)blockIdx.x) * {k_iters} + {var}] = clock64();\n"
-              f"{indent}  protosim_drift_ns[((int)blockIdx.x) * {k_iters} + {var}] = (long long)protosim_ns;\n"
-              f'{indent}  if ({var} == 0) {{ asm volatile("mov.u32 %0, %%smid;" : "=r"(protosim_sm)); '
-              f"protosim_drift_sm[(int)blockIdx.x] = protosim_sm; }}\n"
-              f"{indent}}}\n#endif\n"
-            + source[loop.end():])
+    return _loop_top_stamps(
+        source,
+        f"__device__ long long protosim_drift_ns[{n}];\n__device__ long long protosim_drift_clock[{n}];\n"
+        f"__device__ long long protosim_drift_sm[{ctas}];\n",
+        "", f"((int)blockIdx.x) * {k_iters} + {{k}}",
+        '{i}  if ({k} == 0) {{ asm volatile("mov.u32 %0, %%smid;" : "=r"(protosim_sm)); '
+        "protosim_drift_sm[(int)blockIdx.x] = protosim_sm; }}\n")
 
 
 SEGMENTS = ("top", "stage_waited", "block_done", "round_trip_done", "issued")

@@ -55,10 +55,10 @@ def nearest_gaps(times: list[list[int]], groups: list[int]) -> list[int]:
 
 
 def summary(gaps: list[int]) -> dict:
+    """:func:`summary_of` less the minimum, and the share of gaps within each of :data:`WITHIN_NS`."""
     if not gaps:
         return {}
-    q = statistics.quantiles(gaps, n=10, method="inclusive") if len(gaps) > 1 else [gaps[0]] * 9
-    return {"n": len(gaps), "p10": q[0], "p50": q[4], "p90": q[8], "max": max(gaps),
+    return {**{k: v for k, v in summary_of(gaps).items() if k != "min"},
             **{f"within_{w}": sum(g <= w for g in gaps) / len(gaps) for w in WITHIN_NS}}
 
 

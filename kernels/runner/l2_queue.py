@@ -37,6 +37,14 @@ SHARED = (4, 32, 131)
 its own): the same bytes requested, 1/G of them distinct."""
 
 
+def queue_args(src, chunk: int, loads: int, probe: int, delay: int, flood: int, counter, out, strided: int = 0,
+                part_of_sm=None, sm_of_cta=None) -> list:
+    """l2_queue.cu's parameters in its order (the tensors by their device pointers; None: a null pointer)."""
+    ptr = lambda t: ctypes.c_void_p(0 if t is None else t.data_ptr())  # noqa: E731
+    return [ptr(src), ctypes.c_int(chunk), ctypes.c_int(loads), ctypes.c_int(probe), ctypes.c_int(delay),
+            ctypes.c_int(flood), ptr(counter), ptr(out), ctypes.c_int(strided), ptr(part_of_sm), ptr(sm_of_cta)]
+
+
 def measure(torch, cubin: bytes, reps: int) -> list[dict]:
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
@@ -56,9 +64,7 @@ def measure(torch, cubin: bytes, reps: int) -> list[dict]:
                     src.add_(0)  # the whole source written just before: in L2
                     counter.zero_()
                     out.zero_()
-                    args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(CHUNK), ctypes.c_int(LOADS), ctypes.c_int(probe),
-                            ctypes.c_int(delay), ctypes.c_int(flood), ctypes.c_void_p(counter.data_ptr()),
-                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(0), ctypes.c_void_p(0), ctypes.c_void_p(0)]
+                    args = queue_args(src, CHUNK, LOADS, probe, delay, flood, counter, out)
                     drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
                     torch.cuda.synchronize()
                     o = out.cpu().tolist()
@@ -111,10 +117,7 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
                     src.add_(0)  # the whole source written just before: in L2
                     counter.zero_()
                     out.zero_()
-                    args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(chunk), ctypes.c_int(1), ctypes.c_int(2048),
-                            ctypes.c_int(0), ctypes.c_int(group), ctypes.c_void_p(counter.data_ptr()),
-                            ctypes.c_void_p(out.data_ptr()), ctypes.c_int(strided), ctypes.c_void_p(0),
-                            ctypes.c_void_p(smids.data_ptr())]
+                    args = queue_args(src, chunk, 1, 2048, 0, group, counter, out, strided, sm_of_cta=smids)
                     drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
                     torch.cuda.synchronize()
                     o = out.cpu().tolist()[3::2]  # CTAs 1..131: each flooder's last byte
@@ -137,6 +140,11 @@ def measure_burst(torch, cubin: bytes, reps: int) -> list[dict]:
     return rows
 
 
+def part_of_each(parts: list[list[int]]) -> dict[int, int]:
+    """SM -> the number of the part it reads, the parts numbered in order."""
+    return {sm: p for p, members in enumerate(parts) for sm in members}
+
+
 def burst_schemes(groups: list[list[int]]) -> dict[str, tuple[int, dict[int, int]]]:
     """The GPC-chosen bursts: scheme -> (readers a part, part of each SM), from the SMs grouped by
     GPC (:func:`kernels.runner.gpc_map.gpc_groups`).  A TPC is SMs 2k and 2k + 1 of one group; an SM
@@ -146,7 +154,7 @@ def burst_schemes(groups: list[list[int]]) -> dict[str, tuple[int, dict[int, int
     schemes: dict[str, tuple[int, dict[int, int]]] = {}
 
     def add(name: str, size: int, parts: list[list[int]]) -> None:
-        schemes[name] = (size, {sm: p for p, members in enumerate(parts) for sm in members})
+        schemes[name] = (size, part_of_each(parts))
 
     add("distinct", 1, [[sm] for g in gpcs for sm in g])
     flat = [sm for g in gpcs for sm in g]
@@ -182,7 +190,7 @@ def sweep_schemes(groups: list[list[int]]) -> dict[str, tuple[int, dict[int, int
     def scheme(parts: list[list[int]]) -> tuple[int, dict[int, int]]:
         taken = {sm for p in parts for sm in p}
         parts = parts + [[sm] for sm in every if sm not in taken]
-        return max(len(p) for p in parts), {sm: i for i, p in enumerate(parts) for sm in p}
+        return max(len(p) for p in parts), part_of_each(parts)
 
     out = {"distinct": scheme([])}
     for k in (2, 4, 8):
@@ -201,8 +209,8 @@ def measure_burst_gpc(torch, folder, reps: int, sweep: bool = False) -> list[dic
     TPC, two or four SMs of one GPC, the same from different GPCs, a whole GPC, one SM of each GPC
     -- against every SM reading its own (``distinct``); with ``sweep`` (``--sweep``) the schemes of
     :func:`sweep_schemes`, each row with the median landing of the readers that share.  Needs
-    ``gpc_map.sm_90a.cubin`` beside the
-    l2_queue cubin (kernels/microbench/gpc_map.cu); the SM groups it found are in every row."""
+    ``gpc_map.sm_90a.cubin`` beside the l2_queue cubin (kernels/microbench/gpc_map.cu); the SM groups
+    it found are in every row."""
     from .gpc_map import gpc_groups
 
     drv = Driver()
@@ -228,10 +236,7 @@ def measure_burst_gpc(torch, folder, reps: int, sweep: bool = False) -> list[dic
             src.add_(0)
             counter.zero_()
             out.zero_()
-            args = [ctypes.c_void_p(src.data_ptr()), ctypes.c_int(chunk), ctypes.c_int(1), ctypes.c_int(2048),
-                    ctypes.c_int(0), ctypes.c_int(size), ctypes.c_void_p(counter.data_ptr()),
-                    ctypes.c_void_p(out.data_ptr()), ctypes.c_int(0), ctypes.c_void_p(table.data_ptr()),
-                    ctypes.c_void_p(smids.data_ptr())]
+            args = queue_args(src, chunk, 1, 2048, 0, size, counter, out, part_of_sm=table, sm_of_cta=smids)
             drv.launcher(fn, SM_COUNT, 32, SMEM, stream, args)()
             torch.cuda.synchronize()
             o, sm = out.cpu().tolist(), smids.cpu().tolist()

@@ -103,7 +103,7 @@ class Timing:
             for role, per in s.stall.items()
         }
         reads = s.l2_hits + s.l2_misses
-        elapsed = elapsed_us(result.arch, result.end_cycle, s.tensor_spans)
+        elapsed = elapsed_us(result.arch, result.end_cycle, s.tensor_spans, s.tensor_flops)
         return Timing(
             cycles=result.end_cycle,
             microseconds=elapsed,

@@ -1,6 +1,7 @@
 """protosim.clock: a replay's cycles become time at the tensor clock inside the chip's wgmma spans,
 at clock_ghz (plus the measured switch cost) in tensor-idle gaps past the hold, and at clock_ghz
-throughout where no wgmma ran (results/silicon/microbench/2026-12-03_h200_sm_clock_wgmma.md)."""
+throughout where no wgmma ran (results/silicon/microbench/2026-12-03_h200_sm_clock_wgmma.md); the
+tensor clock falls with the chip's wgmma FLOP rate (2026-12-04_h200_cta_drift.md part 8)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from protosim.arch import load_profile
 from protosim.builders import BUILDERS
-from protosim.clock import elapsed_us, switch_ns
+from protosim.clock import elapsed_us, loaded_tensor_clock_ghz, switch_ns
 from protosim.config import GemmConfig
 from protosim.engine.result import merged_spans
 from protosim.verdict import judge
@@ -52,5 +53,38 @@ def test_a_wgmma_kernel_is_timed_by_the_rule():
     v, r = judge(BUILDERS["hgemm_v5"](GemmConfig(M=128, N=128, K=1024, arch="h200")))
     spans = r.stats.tensor_spans
     assert spans and spans == sorted(spans) and all(a < b for a, b in spans)
-    assert v.timing.microseconds == pytest.approx(elapsed_us(H200, r.end_cycle, spans))
+    assert r.stats.tensor_flops == 2 * 128 * 128 * 1024  # every wgmma counted once, whole tile
+    assert v.timing.microseconds == pytest.approx(elapsed_us(H200, r.end_cycle, spans, r.stats.tensor_flops))
     assert v.timing.microseconds > r.end_cycle / H200.clock_ghz / 1e3  # slower than at 1.98 GHz throughout
+
+
+def test_two_warpgroups_count_the_tile_once():
+    # Triton at num_warps 8: each wgmma of the 128 x 128 tile is two warpgroups' halves
+    from pathlib import Path
+
+    from protosim.engine.machine import replay
+    from protosim.frontends.ttgir import read
+
+    fixture = Path(__file__).parent / "fixtures/triton/corpus/triton-3.6.0/mm_ptr_128x128x64_s3_w8.sm90.ttgir"
+    schedule, _ = read(fixture)
+    assert [r.warps for r in schedule.roles] == [8]
+    ops = [op for cta in schedule.ctas for role in cta.roles for op in role if type(op).__name__ == "Wgmma"]
+    assert replay(schedule).stats.tensor_flops == sum(2 * op.m * op.n * op.k_elems for op in ops) > 0
+
+
+def test_the_loaded_clock_is_the_fixed_point_of_its_rule():
+    cycles, flops = 100_000.0, 4e11
+    f = loaded_tensor_clock_ghz(H200, cycles, flops)
+    rate_tflops = flops / (cycles / f) / 1e3  # FLOP per ns -> TFLOP/s
+    assert f == pytest.approx(H200.tensor_clock_ghz - H200.tensor_clock_ghz_per_tflops * rate_tflops)
+    assert loaded_tensor_clock_ghz(H200, cycles, 0.0) == H200.tensor_clock_ghz
+    assert loaded_tensor_clock_ghz(H200, cycles, 2 * flops) < f < H200.tensor_clock_ghz
+
+
+def test_a_loaded_replay_takes_longer_than_an_idle_chip_would():
+    spans = [(0.0, 50_000.0)]
+    light = elapsed_us(H200, 50_000, spans, 0.0)
+    heavy = elapsed_us(H200, 50_000, spans, 5e11)
+    ratio = H200.tensor_clock_ghz / loaded_tensor_clock_ghz(H200, 50_000, 5e11)
+    lead = 0.5 * switch_ns(H200, float("inf")) / 1e3
+    assert (heavy - lead) == pytest.approx((light - lead) * ratio)

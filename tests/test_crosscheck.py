@@ -115,7 +115,8 @@ def test_predicted_time_is_the_replay_plus_the_measured_launch_cost():
     assert 2 < arch.launch_fixed_us < 4 and not arch.constants["launch_fixed_us"].guess
     _, result = judge(schedule_of(case, "builder"))
     assert result.end_cycle == pred.cycles
-    assert pred.us == pytest.approx(elapsed_us(arch, result.end_cycle, result.stats.tensor_spans) + arch.launch_fixed_us)
+    assert pred.us == pytest.approx(elapsed_us(arch, result.end_cycle, result.stats.tensor_spans, result.stats.tensor_flops)
+                                 + arch.launch_fixed_us)
     assert pred.us - arch.launch_fixed_us > pred.cycles / (arch.clock_ghz * 1e3)  # wgmma work: the slower clock
     assert pred.cycles > 0
 

@@ -47,8 +47,12 @@ class ArchProfile:
     sm_count: int
     clock_ghz: float
     tensor_clock_ghz: float
-    """The chip's clock while any SM's tensor core works (wgmma blocks in flight): the H200 runs
-    its work at 1.81 GHz, not 1.98 (:mod:`protosim.clock` turns a replay's cycles into time)."""
+    """The chip's clock while any SM's tensor core works (wgmma blocks in flight) and the chip is
+    lightly loaded: the H200 runs a GEMM's k-loop at ~1.80 GHz, not 1.98 (:mod:`protosim.clock`
+    turns a replay's cycles into time)."""
+    tensor_clock_ghz_per_tflops: float
+    """How much lower the tensor clock runs for each TFLOP/s of wgmma work the whole chip does
+    (:func:`protosim.clock.loaded_tensor_clock_ghz`)."""
     tensor_clock_hold_cycles: float
     """Tensor-idle cycles the chip stays at ``tensor_clock_ghz`` through; a longer gap runs at
     ``clock_ghz`` and pays ``tensor_clock_switch_ns``."""

@@ -68,6 +68,7 @@ class Machine:
         self.finished = 0
         self._seq = 0
         self.tensor_spans: list[list[float]] = []
+        self.tensor_flops = 0.0  # wgmma work done, for the loaded chip's clock (protosim.clock)
         """[start, end] of every wgmma block's time on a tensor core (the tensor core unit keeps
         them up to date): when the chip runs at its tensor clock (:mod:`protosim.clock`)."""
         self.units: list[Unit] = [unit(self) for unit in UNITS]
@@ -337,6 +338,7 @@ class Machine:
         stats.hbm_busy = self.memory.hbm_pipe.busy
         stats.l2_hits, stats.l2_misses = self.memory.hits, self.memory.misses
         stats.tensor_spans = merged_spans(self.tensor_spans)
+        stats.tensor_flops = self.tensor_flops
         blocked = []
         end = self.env.now
         for w in self.warps:

@@ -71,6 +71,9 @@ class UnitStats:
     tensor_spans: list[tuple[float, float]] = field(default_factory=list)
     """The cycles some SM's tensor core worked on wgmma blocks, as sorted disjoint (start, end)
     spans (:func:`merged_spans`): what :mod:`protosim.clock` reads the chip's clock from."""
+    tensor_flops: float = 0.0
+    """Floating-point operations of every wgmma the replay ran (2 m n k each): with the cycles,
+    the load :mod:`protosim.clock` lowers the tensor clock by."""
 
 
 def merged_spans(spans) -> list[tuple[float, float]]:

@@ -290,6 +290,7 @@ class TensorCoreUnit(Unit):
         first = len(m.log.events)
         span = [chain_start, max(leaves, chained)]  # the tensor core's time on the block: the chip's clock
         m.tensor_spans.append(span)
+        m.tensor_flops += 2.0 * op.m * op.n * op.k_elems / groups  # this warpgroup's share of the tile
         seqs = [m.access(w, i, acc, "r", chain_start, max(leaves, chained), op.tile, clock, 32) for acc in op.reads]
         seqs += [m.access(w, i, acc, "w", chain_start, max(leaves + tail, floor), op.tile, clock, 32)
                  for acc in op.writes]

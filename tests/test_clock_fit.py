@@ -26,7 +26,7 @@ def test_least_absolute_fit_recovers_the_rule_past_outliers():
 
 def _record(grid, threads, stamped, **extra):
     return {"kind": "cta_drift", "step": "v5", "config": {"M": 256, "N": 256, "K": 512, "BLK_N": 32, "PIPE_DEPTH": 2},
-            "grid": grid, "threads": threads, "stamped": stamped, **extra}
+            "grid": grid, "threads": threads, "stamped": stamped} | extra
 
 
 def test_launch_rows_take_ctas_an_sm_from_shared_memory_and_the_grid():
@@ -53,3 +53,15 @@ def test_an_unreadable_record_is_an_error_not_a_traceback(tmp_path, capsys):
     empty = tmp_path / "empty.jsonl"
     empty.write_text(json.dumps(_record(8, 128, [])) + "\n")
     assert clock_fit.main([str(empty)]) == 2
+
+
+def test_launches_that_replay_alike_are_one_replay_and_it_reads_rate_and_iteration():
+    config = {"M": 256, "N": 256, "K": 512, "BLK_N": 64, "PIPE_DEPTH": 2}
+    a, b = clock_fit.launch_rows([_record(8, 128, [{"smem": 120_000, "loop_clock_ghz": {"p50": 1.79}, "iteration_cycles_median": 1100},
+                                                    {"smem": 200_000, "loop_clock_ghz": {"p50": 1.78}, "iteration_cycles_median": 1120}],
+                                          config=config)], H200)
+    assert a == b and len({a, b}) == 1  # the measurements differ, the replay is the same
+    cycles, flops, iteration = clock_fit.replay_launch(a)
+    assert flops == 2 * 256 * 256 * 512
+    k_tiles = 512 // 64
+    assert 0 < iteration and cycles > iteration * (k_tiles - 1)

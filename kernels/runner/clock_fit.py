@@ -9,7 +9,9 @@ repeated launches leave them) and takes the model's wgmma work rate ``x = FLOPs 
 ``f = a - b * x * f``, is linear in ``(a, b)`` given the measured ``f``, and is fitted by least
 absolute deviations over every row: grids whose CTAs idle in step on the whole chip (the clock
 switch rule's, 1.65-1.72 GHz) weigh as one outlier each, not as a square.
-Prints each row's measured clock beside the rule's, and ``a``, ``b``.  Run:
+Prints each row's measured clock beside the rule's, and ``a``, ``b``; beside them, from the same
+replays, each launch's k-iteration on silicon and in the model (the pooled median gap between loop
+tops, as :mod:`kernels.runner.cta_drift_replay` reads them).  Run:
 
     python -m kernels.runner.clock_fit results/silicon/microbench/2026-12-04_h200_899c253_cta_drift_clock.jsonl \\
         results/silicon/microbench/2026-12-04_h200_899c253_cta_drift_msweep_clock.jsonl \\
@@ -29,13 +31,15 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class LaunchRow:
-    """One stamped launch of a cta_drift record: the grid, the CTAs an SM it ran at, its clock."""
+    """One stamped launch of a cta_drift record: the grid and the CTAs an SM it ran at (what the
+    model replays), and what silicon read: the k-loop clock and the k-iteration in cycles."""
 
     step: str
     config: tuple[tuple[str, int], ...]
     grid: int
     ctas_per_sm: int
-    loop_clock_ghz: float
+    loop_clock_ghz: float = dataclasses.field(compare=False)
+    iteration_cycles: float = dataclasses.field(compare=False)
 
     @property
     def label(self) -> str:
@@ -63,23 +67,26 @@ def launch_rows(records: list[dict], arch) -> list[LaunchRow]:
             if clock is None:
                 continue
             rows.append(LaunchRow(r["step"], tuple(sorted(r["config"].items())), r["grid"],
-                                  ctas_per_sm(arch, r["threads"], s["smem"], r["grid"]), clock))
+                                  ctas_per_sm(arch, r["threads"], s["smem"], r["grid"]), clock,
+                                  s.get("iteration_cycles_median", float("nan"))))
     return rows
 
 
-def model_rate(row: LaunchRow) -> tuple[float, float]:
-    """The model's replay of ``row``'s grid at its CTAs an SM: (cycles, wgmma FLOPs)."""
+def replay_launch(row: LaunchRow) -> tuple[float, float, float]:
+    """The model's replay of ``row``'s grid at its CTAs an SM: (cycles, wgmma FLOPs, k-iteration)."""
     from protosim.arch import load_profile
     from protosim.builders import BUILDERS
     from protosim.config import GemmConfig
     from protosim.engine.machine import replay
+
+    from kernels.runner.cta_drift_replay import k_iteration
 
     cfg = GemmConfig(**dict(row.config), arch="h200")
     schedule = BUILDERS["hgemm_" + row.step](cfg)
     schedule = dataclasses.replace(schedule, ctas=schedule.ctas[: row.grid], l2_at_launch="inputs")
     arch = dataclasses.replace(load_profile("h200"), max_ctas_per_sm=row.ctas_per_sm)
     result = replay(schedule, arch)
-    return result.end_cycle, result.stats.tensor_flops
+    return result.end_cycle, result.stats.tensor_flops, k_iteration(result)[0]
 
 
 def fit_least_absolute(x: np.ndarray, clock: np.ndarray, rounds: int = 200) -> tuple[float, float]:
@@ -116,27 +123,26 @@ def main(argv: list[str] | None = None) -> int:
     if len(rows) < 3:
         print("clock_fit: fewer than three stamped launches with a loop clock: nothing to fit", file=sys.stderr)
         return 2
-    distinct = sorted({dataclasses.replace(r, loop_clock_ghz=0.0) for r in rows}, key=lambda r: (r.label, r.ctas_per_sm))
+    distinct = sorted(set(rows), key=lambda r: (r.label, r.ctas_per_sm))  # equal: the same replay
     print(f"clock_fit: {len(rows)} launches, {len(distinct)} replays", file=sys.stderr, flush=True)
     with ProcessPoolExecutor(max(1, args.workers)) as pool:
-        replayed = dict(zip(distinct, pool.map(model_rate, distinct)))
-    x = []
-    for r in rows:
-        cycles, flops = replayed[dataclasses.replace(r, loop_clock_ghz=0.0)]
-        x.append(flops / cycles / 1e3)
-    x, clock = np.array(x), np.array([r.loop_clock_ghz for r in rows])
+        replayed = dict(zip(distinct, pool.map(replay_launch, distinct)))
+    x = np.array([replayed[r][1] / replayed[r][0] / 1e3 for r in rows])
+    iteration = [replayed[r][2] for r in rows]
+    clock = np.array([r.loop_clock_ghz for r in rows])
     a, b = fit_least_absolute(x, clock)
     rule = a / (1 + b * x)
-    print(f"{'grid':28s} {'CTAs':>5s} {'an SM':>5s} {'TFLOP/s':>8s} {'silicon':>8s} {'rule':>6s}")
-    for r, xi, fi in zip(rows, x, rule):
-        print(f"{r.label:28s} {r.grid:5d} {r.ctas_per_sm:5d} {xi * fi:8.1f} {r.loop_clock_ghz:8.3f} {fi:6.3f}")
+    print(f"{'grid':28s} {'CTAs':>5s} {'an SM':>5s} {'TFLOP/s':>8s} {'silicon':>8s} {'rule':>6s}   k-iteration: silicon / model")
+    for r, xi, fi, it in zip(rows, x, rule, iteration):
+        print(f"{r.label:28s} {r.grid:5d} {r.ctas_per_sm:5d} {xi * fi:8.1f} {r.loop_clock_ghz:8.3f} {fi:6.3f}"
+              f"   {r.iteration_cycles:6.0f} / {it:6.0f} ({100 * (it / r.iteration_cycles - 1):+5.1f}%)")
     err = rule - clock
     print(f"fit: a = {a:.4f} GHz, b = {b:.3e} GHz per TFLOP/s; |error| median {np.median(abs(err)):.4f}, "
           f"rms {np.sqrt(np.mean(err ** 2)):.4f} GHz (a constant: rms {clock.std():.4f}) over {len(rows)} launches")
     if args.json:
         args.json.write_text(json.dumps({"a_ghz": a, "b_ghz_per_tflops": b, "rows": [
-            {**dataclasses.asdict(r), "config": dict(r.config), "model_x": xi, "rule_ghz": fi}
-            for r, xi, fi in zip(rows, x.tolist(), rule.tolist())]}, indent=1) + "\n")
+            {**dataclasses.asdict(r), "config": dict(r.config), "model_x": xi, "rule_ghz": fi, "model_iteration_cycles": it}
+            for r, xi, fi, it in zip(rows, x.tolist(), rule.tolist(), iteration)]}, indent=1) + "\n")
     return 0
 
 

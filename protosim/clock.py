@@ -9,7 +9,7 @@ results/silicon/microbench/2026-12-03_h200_sm_clock_wgmma.md; the constants are 
 profile.
 
 The tensor clock itself falls as the whole chip's GEMM work grows: a k-loop on a few SMs runs at
-``tensor_clock_ghz`` (1.797), the busiest grids at 1.68-1.72, about
+``tensor_clock_ghz`` (1.797), the busiest grids at 1.68-1.76, about
 ``tensor_clock_ghz_per_tflops`` lower for every TFLOP/s the chip's wgmmas run at (a fit over 88
 k-loop clocks, results/silicon/microbench/2026-12-04_h200_cta_drift.md part 8).  The FLOP rate is
 a proxy, not the cause -- a warpgroup spinning on wgmma alone holds 1.81 GHz on all 132 SMs -- so

@@ -74,18 +74,9 @@ def launch_rows(records: list[dict], arch) -> list[LaunchRow]:
 
 def replay_launch(row: LaunchRow) -> tuple[float, float, float]:
     """The model's replay of ``row``'s grid at its CTAs an SM: (cycles, wgmma FLOPs, k-iteration)."""
-    from protosim.arch import load_profile
-    from protosim.builders import BUILDERS
-    from protosim.config import GemmConfig
-    from protosim.engine.machine import replay
+    from kernels.runner.cta_drift_replay import k_iteration, replay_grid
 
-    from kernels.runner.cta_drift_replay import k_iteration
-
-    cfg = GemmConfig(**dict(row.config), arch="h200")
-    schedule = BUILDERS["hgemm_" + row.step](cfg)
-    schedule = dataclasses.replace(schedule, ctas=schedule.ctas[: row.grid], l2_at_launch="inputs")
-    arch = dataclasses.replace(load_profile("h200"), max_ctas_per_sm=row.ctas_per_sm)
-    result = replay(schedule, arch)
+    result = replay_grid(row.step, dict(row.config), row.grid, max_ctas_per_sm=row.ctas_per_sm)
     return result.end_cycle, result.stats.tensor_flops, k_iteration(result)[0]
 
 

@@ -53,19 +53,24 @@ def k_iteration(result) -> tuple[float, list[float]]:
     return pooled, [statistics.median(r[k + 1] - r[k] for r in rows) for k in range(depth)]
 
 
-def replay_row(row: dict) -> tuple[float, list[float]]:
-    """The model's k-iteration for one ``cta_drift --blocked`` record row (:func:`k_iteration`)."""
+def replay_grid(step: str, config: dict, grid: int, **arch_changes):
+    """The builder's schedule of a cta_drift config, its first ``grid`` CTAs, replayed on an H200
+    profile with ``arch_changes`` (inputs in L2, as the runner's repeated launches leave them)."""
     from protosim.arch import load_profile
     from protosim.builders import BUILDERS
     from protosim.config import GemmConfig
     from protosim.engine.machine import replay
 
-    c = row["config"]
+    c = config
     cfg = GemmConfig(M=c["M"], N=c["N"], K=c["K"], BLK_N=c["BLK_N"], PIPE_DEPTH=c["PIPE_DEPTH"], arch="h200")
-    schedule = BUILDERS["hgemm_" + row["step"]](cfg)
-    schedule = dataclasses.replace(schedule, ctas=schedule.ctas[: row["grid"]], l2_at_launch="inputs")
-    arch = dataclasses.replace(load_profile("h200"), sm_count=row["gemm_sms"])
-    return k_iteration(replay(schedule, arch))
+    schedule = BUILDERS["hgemm_" + step](cfg)
+    schedule = dataclasses.replace(schedule, ctas=schedule.ctas[:grid], l2_at_launch="inputs")
+    return replay(schedule, dataclasses.replace(load_profile("h200"), **arch_changes))
+
+
+def replay_row(row: dict) -> tuple[float, list[float]]:
+    """The model's k-iteration for one ``cta_drift --blocked`` record row (:func:`k_iteration`)."""
+    return k_iteration(replay_grid(row["step"], row["config"], row["grid"], sm_count=row["gemm_sms"]))
 
 
 def main(argv: list[str] | None = None) -> int:

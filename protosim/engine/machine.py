@@ -68,9 +68,10 @@ class Machine:
         self.finished = 0
         self._seq = 0
         self.tensor_spans: list[list[float]] = []
-        self.tensor_flops = 0.0  # wgmma work done, for the loaded chip's clock (protosim.clock)
         """[start, end] of every wgmma block's time on a tensor core (the tensor core unit keeps
         them up to date): when the chip runs at its tensor clock (:mod:`protosim.clock`)."""
+        self.tensor_flops = 0.0
+        """The wgmma work done: how loaded the chip's tensor clock runs (:mod:`protosim.clock`)."""
         self.units: list[Unit] = [unit(self) for unit in UNITS]
         self.mbarrier: MBarrierUnit = next(u for u in self.units if isinstance(u, MBarrierUnit))
         """The unit every arrival goes through, whichever unit makes it (TMA's complete_tx, tcgen05.commit)."""

@@ -72,8 +72,8 @@ class UnitStats:
     """The cycles some SM's tensor core worked on wgmma blocks, as sorted disjoint (start, end)
     spans (:func:`merged_spans`): what :mod:`protosim.clock` reads the chip's clock from."""
     tensor_flops: float = 0.0
-    """Floating-point operations of every wgmma the replay ran (2 m n k each): with the cycles,
-    the load :mod:`protosim.clock` lowers the tensor clock by."""
+    """Operations of every wgmma the replay ran (2 m n k each, whatever the operand type): with
+    the cycles, the load :mod:`protosim.clock` lowers the tensor clock by."""
 
 
 def merged_spans(spans) -> list[tuple[float, float]]:

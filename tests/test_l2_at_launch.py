@@ -40,6 +40,23 @@ def test_inputs_in_l2_make_first_touches_hit_and_the_launch_faster():
     assert warm.end_cycle < cold.end_cycle
 
 
+def test_a_resident_tile_hits_on_its_first_touch_only():
+    """What was in L2 at launch is there once: a tile the LRU has evicted since is read from DRAM
+    again (the model used to count every later read of a resident tensor's tile as a hit too)."""
+    from protosim.arch import load_profile
+    from protosim.engine.resources import MemorySystem
+
+    h200 = load_profile("h200")
+    mem = MemorySystem(h200, resident=frozenset({"A"}))
+    assert mem.read(0.0, "A[0]", 1000)[0]  # in L2 at launch
+    for i in range(int(h200.l2_bytes // 1000) + 1):  # a full L2 of other tiles after it
+        mem.read(1.0 + i, f"X[{i}]", 1000)
+    assert "A[0]" not in mem._lru
+    hit, _ = mem.read(1e9, "A[0]", 1000)
+    assert not hit and mem.misses == int(h200.l2_bytes // 1000) + 2
+    assert mem.read(1e9 + 1, "A[1]", 1000)[0]  # another tile of A: its first touch still hits
+
+
 def test_a_bad_l2_state_names_the_field():
     with pytest.raises(ConfigError, match="l2_at_launch"):
         GemmConfig.from_dict({"l2_at_launch": "warm"})

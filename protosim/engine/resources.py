@@ -136,6 +136,9 @@ class MemorySystem:
                  launch_sides: dict[str, int] | None = None):
         self.resident = resident
         """Tensors in L2 at launch: the first touch of their tiles hits."""
+        self._touched: set[str] = set()
+        """Tiles of resident tensors already read: what was in L2 at launch is there for the first
+        touch only -- a tile the LRU has since evicted is read from DRAM again, like any other."""
         self.launch_sides = launch_sides or {}
         """Tile -> the sides that read it (``read_sides``): a resident tile read from both is in both at launch."""
         self.l2_pipe = Pipe(arch.l2_bytes_per_clk)
@@ -166,8 +169,9 @@ class MemorySystem:
         clears the chip -- for a hit on a fill still in flight, no earlier than the fill is in L2)."""
         lru = self._lru
         bit = 1 << side
-        if key not in lru and self.resident and tensor_of(key) in self.resident:
+        if key not in lru and self.resident and key not in self._touched and tensor_of(key) in self.resident:
             # written just before the launch: in L2 already, on both sides if both read it
+            self._touched.add(key)
             self._insert(key, nbytes, BOTH_SIDES if self.launch_sides.get(key) == BOTH_SIDES else bit)
         if key in lru:
             lru.move_to_end(key)

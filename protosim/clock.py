@@ -31,18 +31,12 @@ The rule, over the replay's tensor spans (:attr:`protosim.engine.result.UnitStat
 
 from __future__ import annotations
 
-from protosim.arch import ArchProfile
+from protosim.arch import ArchProfile, flat_ends
 
 
 def switch_ns(arch: ArchProfile, gap_cycles: float) -> float:
     """``tensor_clock_switch_ns`` at ``gap_cycles``: piecewise linear, flat past its ends."""
-    table = arch.tensor_clock_switch_ns
-    if gap_cycles <= table[0][0]:
-        return float(table[0][1])
-    for (x0, y0), (x1, y1) in zip(table, table[1:]):
-        if gap_cycles <= x1:
-            return y0 + (y1 - y0) * (gap_cycles - x0) / (x1 - x0)
-    return float(table[-1][1])
+    return flat_ends(arch.tensor_clock_switch_ns, gap_cycles)
 
 
 def loaded_tensor_clock_ghz(arch: ArchProfile, end_cycle: float, tensor_flops: float) -> float:

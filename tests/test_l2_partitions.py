@@ -10,7 +10,7 @@ import pytest
 
 from protosim.arch import load_profile
 from protosim.engine.machine import replay
-from protosim.engine.resources import BOTH_SIDES, MemorySystem, read_sides, resident_at_launch
+from protosim.engine.resources import BOTH_SIDES, MemorySystem, launch_l2_bytes, read_sides, resident_at_launch
 from protosim.ir import Access, BufferDecl, CtaProgram, RoleDecl, Schedule, ThreadCopy
 
 H200 = load_profile("h200")
@@ -91,3 +91,44 @@ def test_a_shared_buffer_past_its_footprint_misses_in_the_replay():
     assert fits.stats.l2_hits > 0 and fits.stats.l2_misses == 0
     assert spills.stats.l2_misses > 0
     assert slices.stats.l2_misses == 0  # the same bytes, each read by one SM: they fit
+
+
+def test_the_l2_a_launch_reaches_follows_its_sm_count():
+    """``l2_bytes_by_sms``: flat below its first point and past its last, linear between."""
+    table = H200.l2_bytes_by_sms
+    assert [H200.l2_capacity(n) for n, _ in table] == [float(b) for _, b in table]
+    assert H200.l2_capacity(0) == H200.l2_capacity(1) and H200.l2_capacity(10_000) == table[-1][1]
+    (n0, b0), (n1, b1) = table[1], table[2]
+    assert min(b0, b1) < H200.l2_capacity((n0 + n1) / 2) < max(b0, b1)
+    b200 = load_profile("b200")
+    assert b200.l2_capacity(1) == b200.l2_capacity(148) == b200.l2_bytes  # not measured there: all of it
+
+
+GRID_SWEEP = "2026-12-04_h200_f04c403_l2_share_grid_sweep.jsonl"
+
+
+def _grid_rows() -> list[tuple[dict, bool]]:
+    """The grid sweep's rows (1-66 CTAs, one an SM) with whether the grid read its buffer from L2:
+    at >= 97% of the row's best rate it did, below 85% it did not; the knee between is left out."""
+    rows = [r for r in _rows(GRID_SWEEP) if r["grid"] <= 66]
+    best = {g: max(r["tb_per_s"] for r in rows if r["grid"] == g) for g in {r["grid"] for r in rows}}
+    return [(r, r["tb_per_s"] >= 0.97 * best[r["grid"]]) for r in rows
+            if r["tb_per_s"] >= 0.97 * best[r["grid"]] or r["tb_per_s"] < 0.85 * best[r["grid"]]]
+
+
+@pytest.mark.parametrize("row, fits", _grid_rows(), ids=lambda x: f"{x['grid']}ctas-{x['bytes'] / MB:.1f}MB" if isinstance(x, dict) else "")
+def test_what_a_few_sms_hold_matches_the_h200(row, fits):
+    """Each grid of the sweep, in the model: its buffer in L2 at launch exactly where the H200 read
+    it from L2 (1-8 CTAs up to 26 MB, 66 up to 47.6 MB), from the SMs the launch takes."""
+    s = sweep(row["bytes"], False, ctas=row["grid"], tile=row["bytes"] // (row["grid"] * 8))
+    sides = read_sides(s, H200)
+    assert (resident_at_launch(s, launch_l2_bytes(s, H200), sides, H200.l2_shared_footprint) == {"buf"}) == fits
+
+
+def test_a_few_sms_miss_what_the_whole_chip_keeps():
+    """The same 34 MB, written just before the launch, read by 8 CTAs and by 132 (each CTA its own
+    slice): the 8 SMs' lines do not fit (the H200's 8 CTAs: 69% of their rate at 34.6 MB), so their
+    reads go to DRAM; the chip's are still in L2."""
+    few, chip = (replay(sweep(34 * MB, False, ctas=n, tile=1 << 20)) for n in (8, H200.sm_count))
+    assert not (few.trap or chip.trap)
+    assert few.stats.l2_misses > 0 and chip.stats.l2_misses == 0

@@ -64,6 +64,10 @@ class ArchProfile:
     SMs' cycles: an empty kernel's time.  Not part of any replay; added to the predicted
     kernel time (:attr:`protosim.verdict.Timing.kernel_us`)."""
     l2_bytes: int
+    l2_bytes_by_sms: tuple[tuple[int, float], ...]
+    """What of the L2 the lines of a launch on so many SMs can fill (each line read by one SM):
+    piecewise linear in the SM count, flat past its ends (:meth:`l2_capacity`).  A few SMs do
+    not reach the whole L2 (the H200: ~28 MB for 1-8 SMs, ~49 MB from 66 on)."""
     hbm_bytes_per_clk: float
     l2_bytes_per_clk: float
     l2_shared_footprint: float
@@ -235,6 +239,10 @@ class ArchProfile:
             start += n
         return out
 
+    def l2_capacity(self, sms: int) -> float:
+        """Bytes of L2 a launch whose CTAs run on ``sms`` SMs can fill (:attr:`l2_bytes_by_sms`)."""
+        return flat_ends(self.l2_bytes_by_sms, sms)
+
     def l2_side(self, sm: int) -> int:
         """The L2 partition SM ``sm`` reads through: 0 for the SMs of the first half of the GPCs
         (:attr:`gpc_sms`), 1 for the rest -- the model's assumption, not read from the chip."""
@@ -246,6 +254,16 @@ class ArchProfile:
 
     def guesses(self) -> list[str]:
         return [k for k, c in self.constants.items() if c.guess]
+
+
+def flat_ends(table: tuple[tuple[float, float], ...], x: float) -> float:
+    """Piecewise linear through the measured points, flat past both ends (one point: flat)."""
+    if x <= table[0][0]:
+        return float(table[0][1])
+    for (x0, y0), (x1, y1) in zip(table, table[1:]):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return float(table[-1][1])
 
 
 def interpolate(table: tuple[tuple[int, float], ...], nbytes: int) -> float:

@@ -38,7 +38,7 @@ from protosim.engine import resolve
 from protosim.engine.issue import stretched, subpartition
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
-from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, read_sides
+from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, launch_l2_bytes, read_sides
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats, merged_spans
 from protosim.engine.state import CtaState, WarpState
 from protosim.engine.units import UNITS, MBarrierUnit, SyncUnit, Unit
@@ -58,7 +58,8 @@ class Machine:
         self.env = simpy.Environment()
         self.log = EventLog()
         sides = read_sides(schedule, self.arch) if schedule.l2_at_launch == "inputs" else None
-        self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch, sides), sides)
+        self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch, sides), sides,
+                                   launch_l2_bytes(schedule, self.arch))
         self.latency = LatencyTables(self.arch)
         self.sms: dict[int, SmUnits] = {}
         """The SMs a CTA was placed on, by index: made on first use (a 1-CTA replay need not build 148)."""

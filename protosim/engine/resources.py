@@ -45,12 +45,19 @@ def tensor_of(key: str) -> str:
     return m.group(0) if m else key
 
 
+def launch_l2_bytes(schedule: Schedule, arch: ArchProfile) -> float:
+    """The L2 a launch's lines can fill: the profile's capacity for the SMs its first wave takes
+    (CTA ``i`` on SM ``i % sm_count``, :func:`read_sides`), so a persistent grid of 8 CTAs on
+    the H200 has ~28 MB of its 49, a grid that covers the chip all of it."""
+    return arch.l2_capacity(min(len(schedule.ctas), arch.sm_count))
+
+
 def l2_resident(schedule: Schedule, arch: ArchProfile, sides: dict[str, int] | None = None) -> frozenset[str]:
     """The tensors in L2 at launch under the schedule's ``l2_at_launch`` (``sides``: :func:`read_sides`)."""
     if schedule.l2_at_launch == "inputs":
         if sides is None:
             sides = read_sides(schedule, arch)
-        return resident_at_launch(schedule, arch.l2_bytes, sides, arch.l2_shared_footprint)
+        return resident_at_launch(schedule, launch_l2_bytes(schedule, arch), sides, arch.l2_shared_footprint)
     return frozenset()
 
 
@@ -133,7 +140,7 @@ class MemorySystem:
     as a whole, not per partition: results/silicon/microbench/2026-12-01_h200_l2_share.md)."""
 
     def __init__(self, arch: ArchProfile, resident: frozenset[str] = frozenset(),
-                 launch_sides: dict[str, int] | None = None):
+                 launch_sides: dict[str, int] | None = None, capacity: float | None = None):
         self.resident = resident
         """Tensors in L2 at launch: the first touch of their tiles hits."""
         self._touched: set[str] = set()
@@ -146,7 +153,8 @@ class MemorySystem:
         self.hbm_pipe = Pipe(arch.hbm_bytes_per_clk)
         self.store_pipe = Pipe(arch.global_store_chip_per_clk)
         """Warp ``st.global`` instructions, all SMs together (the L2 takes so many per cycle)."""
-        self.capacity = arch.l2_bytes
+        self.capacity = arch.l2_bytes if capacity is None else capacity
+        """Bytes the LRU holds: the whole L2, or what a launch on few SMs reaches (:func:`launch_l2_bytes`)."""
         self.extra_copy = arch.l2_shared_footprint - 1.0
         self._lru: OrderedDict[str, float] = OrderedDict()
         """Tile -> the bytes of L2 it occupies (its bytes, more once both sides have read it)."""

@@ -275,6 +275,28 @@ def timing_jobs(seed: int = 16) -> list[Job]:
     return jobs
 
 
+def fresh_timing_jobs(seed: int, records) -> list[Job]:
+    """:func:`timing_jobs` of ``seed`` less every (step, config, L2 state) that one of the launch
+    ``records`` (paths of ``kernels.runner.gemm`` JSON lines) already ran: a draw judged only on
+    configs the model has not been compared with.  A record's ``flushed`` is a job's ``cold``."""
+    import json
+    from pathlib import Path
+
+    ran = set()
+    for path in records:
+        for line in Path(path).read_text().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(r, dict) and "config" in r and "step" in r:
+                l2 = "cold" if r.get("l2_at_launch") == "flushed" else r.get("l2_at_launch", "inputs")
+                ran.add((r["step"], json.dumps(KernelSpec(r["step"], GemmConfig.from_dict(r["config"])).to_dict()["config"],
+                                               sort_keys=True), l2))
+    return [j for j in timing_jobs(seed)
+            if (j.spec.step, json.dumps(j.spec.to_dict()["config"], sort_keys=True), j.l2_at_launch) not in ran]
+
+
 PLANS = {
     "smoke": lambda: [Job(KernelSpec("v4", _cfg(**GRID)), NO_DELAY, launches=1)],
     "correct": correct_jobs,
@@ -288,3 +310,34 @@ PLANS = {
     "cluster": lambda: cluster_correct_jobs() + cluster_bench_jobs() + cluster_bug_jobs(),
     "timing": timing_jobs,
 }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kernels.plans --fresh-timing SEED --out PLAN.json [RECORDS...]``: the next fresh
+    timing draw as a plan file (default records: every results/silicon/timing/*.jsonl)."""
+    import argparse
+    import json
+    import sys
+    from collections import Counter
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(prog="python -m kernels.plans", description=main.__doc__)
+    ap.add_argument("--fresh-timing", type=int, required=True, metavar="SEED", help="the draw's seed (kernels.plans.timing_jobs)")
+    ap.add_argument("--out", type=Path, required=True, help="where to write the plan (a JSON list of jobs: --plan-file)")
+    ap.add_argument("records", nargs="*", type=Path, help="launch records whose configs are left out")
+    args = ap.parse_args(argv)
+    records = args.records or sorted((Path(__file__).resolve().parent.parent / "results" / "silicon" / "timing").glob("*.jsonl"))
+    try:
+        jobs = fresh_timing_jobs(args.fresh_timing, records)
+    except OSError as e:
+        ap.error(f"{e.filename}: {e.strerror}")
+    drawn = len(timing_jobs(args.fresh_timing))
+    args.out.write_text(json.dumps([j.to_dict() for j in jobs], indent=1) + "\n")
+    steps = ", ".join(f"{k} {v}" for k, v in Counter(j.spec.step for j in jobs).most_common())
+    print(f"seed {args.fresh_timing}: {drawn} drawn, {drawn - len(jobs)} already run, {len(jobs)} kept ({steps}) -> {args.out}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

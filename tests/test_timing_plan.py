@@ -33,3 +33,26 @@ def test_the_simulator_builds_the_small_ones():
         c = j.spec.config
         if c.M * c.N * c.K <= 512 * 512 * 1024:
             assert Case(j.spec.step, c).build().op_count() > 0
+
+
+def test_a_fresh_draw_leaves_out_what_records_ran_in_either_l2_spelling(tmp_path):
+    import json
+
+    from kernels.plans import fresh_timing_jobs, main
+
+    jobs = timing_jobs(1217)
+    cold = next(j for j in jobs if j.l2_at_launch == "cold")
+    warm = next(j for j in jobs if j.l2_at_launch == "inputs")
+    # the runner writes a cold launch as "flushed"; the config as the spec's to_dict gives it
+    record = tmp_path / "r.jsonl"
+    record.write_text("\n".join(json.dumps({"step": j.spec.step, "config": j.spec.to_dict()["config"], "l2_at_launch": l2})
+                                for j, l2 in ((cold, "flushed"), (warm, "inputs"))) + "\nnot json\n")
+    fresh = fresh_timing_jobs(1217, [record])
+    assert cold not in fresh and warm not in fresh and len(fresh) == len(jobs) - 2
+    # the same config under the other L2 state was not run: it stays
+    other = tmp_path / "o.jsonl"
+    other.write_text(json.dumps({"step": cold.spec.step, "config": cold.spec.to_dict()["config"], "l2_at_launch": "inputs"}))
+    assert cold in fresh_timing_jobs(1217, [other])
+    out = tmp_path / "plan.json"
+    assert main(["--fresh-timing", "1217", "--out", str(out), str(record)]) == 0
+    assert len(json.loads(out.read_text())) == len(fresh)

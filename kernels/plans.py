@@ -291,8 +291,11 @@ def fresh_timing_jobs(seed: int, records) -> list[Job]:
                 continue
             if isinstance(r, dict) and "config" in r and "step" in r:
                 l2 = "cold" if r.get("l2_at_launch") == "flushed" else r.get("l2_at_launch", "inputs")
-                ran.add((r["step"], json.dumps(KernelSpec(r["step"], GemmConfig.from_dict(r["config"])).to_dict()["config"],
-                                               sort_keys=True), l2))
+                try:
+                    config = KernelSpec(r["step"], GemmConfig.from_dict(r["config"])).to_dict()["config"]
+                except (ConfigError, TypeError, AttributeError):  # not a GEMM launch of ours: no job matches it
+                    continue
+                ran.add((r["step"], json.dumps(config, sort_keys=True), l2))
     return [j for j in timing_jobs(seed)
             if (j.spec.step, json.dumps(j.spec.to_dict()["config"], sort_keys=True), j.l2_at_launch) not in ran]
 
@@ -332,7 +335,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         ap.error(f"{e.filename}: {e.strerror}")
     drawn = len(timing_jobs(args.fresh_timing))
-    args.out.write_text(json.dumps([j.to_dict() for j in jobs], indent=1) + "\n")
+    try:
+        args.out.write_text(json.dumps([j.to_dict() for j in jobs], indent=1) + "\n")
+    except OSError as e:
+        ap.error(f"--out {args.out}: {e.strerror}")
     steps = ", ".join(f"{k} {v}" for k, v in Counter(j.spec.step for j in jobs).most_common())
     print(f"seed {args.fresh_timing}: {drawn} drawn, {drawn - len(jobs)} already run, {len(jobs)} kept ({steps}) -> {args.out}",
           file=sys.stderr)

@@ -278,9 +278,12 @@ def timing_jobs(seed: int = 16) -> list[Job]:
 def fresh_timing_jobs(seed: int, records) -> list[Job]:
     """:func:`timing_jobs` of ``seed`` less every (step, config, L2 state) that one of the launch
     ``records`` (paths of ``kernels.runner.gemm`` JSON lines) already ran: a draw judged only on
-    configs the model has not been compared with.  A record's ``flushed`` is a job's ``cold``."""
+    configs the model has not been compared with.  A record's ``flushed`` is a job's ``cold``
+    (:func:`protosim.crosscheck.case_of` reads it)."""
     import json
     from pathlib import Path
+
+    from protosim.crosscheck import case_of
 
     ran = set()
     for path in records:
@@ -290,9 +293,9 @@ def fresh_timing_jobs(seed: int, records) -> list[Job]:
             except ValueError:
                 continue
             if isinstance(r, dict) and "config" in r and "step" in r:
-                l2 = "cold" if r.get("l2_at_launch") == "flushed" else r.get("l2_at_launch", "inputs")
                 try:
                     config = KernelSpec(r["step"], GemmConfig.from_dict(r["config"])).to_dict()["config"]
+                    l2 = case_of(r).config.l2_at_launch  # the record's L2 state as a job names it
                 except (ConfigError, TypeError, AttributeError):  # not a GEMM launch of ours: no job matches it
                     continue
                 ran.add((r["step"], json.dumps(config, sort_keys=True), l2))

@@ -37,6 +37,7 @@ from protosim.arch import ArchProfile, load_profile
 from protosim.engine import resolve
 from protosim.engine.issue import stretched, subpartition
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
+from protosim.engine.environment import ReplayEnvironment
 from protosim.engine.perturb import Perturbation, Perturber
 from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, launch_l2_bytes, read_sides
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats, merged_spans
@@ -55,7 +56,7 @@ class Machine:
         self.arch = arch or load_profile(schedule.arch)
         self.perturbation = perturbation or Perturbation.none()
         self.timing = Perturber(self.perturbation)
-        self.env = simpy.Environment()
+        self.env = ReplayEnvironment()
         self.log = EventLog()
         sides = read_sides(schedule, self.arch) if schedule.l2_at_launch == "inputs" else None
         self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch, sides), sides,
@@ -154,7 +155,7 @@ class Machine:
                 self._start([prog], [sm], slots)
 
     def _start_later(self, delay: float, prog: CtaProgram, sm: int, slots: SmSlots) -> Iterator[simpy.Event]:
-        yield self.env.timeout(delay)
+        yield simpy.Timeout(self.env, delay)  # not env.timeout: its resume starts a process (engine.environment)
         if not self.trap:
             self._start([prog], [sm], slots)
 

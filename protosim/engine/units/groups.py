@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import simpy
 
+from protosim.engine.environment import WaiterEvent
 from protosim.engine.state import CtaState, WarpState
 from protosim.ir import Op
 from protosim.ptx.groups import AsyncGroups
@@ -105,7 +106,7 @@ class GroupTable:
         if g.groups.wait_satisfied(n, read):
             self.known(w, i, op)
             return None
-        ev = self.m.env.event()
+        ev = WaiterEvent(self.m.env)
         g.waiters.append((n, read, ev))
         self.m.block(w, i, op, self.on, w.who, f"waiting for <= {n} pending group(s)")
         return ev

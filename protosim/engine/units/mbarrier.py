@@ -16,7 +16,8 @@ import simpy
 from protosim.engine import resolve
 from protosim.engine.log import ABSENT, ArriveEvent, ExpectTxEvent, PhaseEvent, WaitEvent
 from protosim.engine.order import join_into
-from protosim.engine.state import THREADS, BarrierCell, CtaState, Wakeup, WarpState
+from protosim.engine.environment import WaiterWakeup
+from protosim.engine.state import THREADS, BarrierCell, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, MbarInval, Op, Wait
 from protosim.ptx import mbarrier as mb
@@ -226,7 +227,7 @@ class MBarrierUnit(Unit):
                     return self._passed(w, i, op, cell)
             w.debt += m.timing.scale(cost)
             return self._passed(w, i, op, cell)
-        ev = Wakeup(m.env)
+        ev = WaiterWakeup(m.env)
         cell.waiters.append((op.parity, ev))
         self.wait_began[w] = state.completed
         m.block(w, i, op, "mbarrier", op.barrier, use=op.use, parity=op.parity)

@@ -85,7 +85,9 @@ class GroupTable:
         return self._next
 
     def of(self, cta: CtaState, who: str) -> ThreadGroups:
-        table = self.threads.setdefault(cta, {})
+        table = self.threads.get(cta)
+        if table is None:
+            table = self.threads[cta] = {}
         g = table.get(who)
         if g is None:
             g = table[who] = ThreadGroups()

@@ -421,11 +421,19 @@ def _share(blocks: list[_Block], t: float) -> None:
 def _next_change(blocks: list[_Block], t: float) -> float:
     """Cycles from ``t`` to the next change: a block leaves, is paid what it was owed, joins, or
     has had its last instruction handed over (its cap lifts)."""
-    inf = float("inf")
-    step = min((b.left / b.rate for b in blocks if b.rate > 0), default=inf)
-    step = min(step, min((b.owed / b.rate for b in blocks if b.rate > 0 and b.owed > _EPS), default=inf))
-    step = min(step, min((b.starts - t for b in blocks if b.starts > t), default=inf))
-    return min(step, min((b.chain_ends - t for b in blocks if b.chain_ends > t and b.cap < 1.0), default=inf))
+    step = float("inf")
+    for b in blocks:  # one pass, not four generators: this runs at every wgmma block's entry and exit
+        rate = b.rate
+        if rate > 0:
+            if b.left / rate < step:
+                step = b.left / rate
+            if b.owed > _EPS and b.owed / rate < step:
+                step = b.owed / rate
+        if b.starts > t and b.starts - t < step:
+            step = b.starts - t
+        if b.cap < 1.0 and b.chain_ends > t and b.chain_ends - t < step:
+            step = b.chain_ends - t
+    return step
 
 
 def _flow(blocks: list[_Block], t: float, step: float) -> float:

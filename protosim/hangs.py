@@ -14,10 +14,13 @@ timeouts against it and the deadlock explanation prints it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.engine.result import RunResult
 from protosim.ir import Schedule
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 _ARRAY = re.compile(r"^(?P<base>.*?)\[(?P<stage>\d+)\]$")
 
@@ -104,3 +107,6 @@ def hang_sites(result: RunResult) -> list[HangSite]:
             walk = walks[(b.cta, role)] = _tiles_walked(result.schedule, b.cta, role)
         sites.append(HangSite(b.cta, array, stage, role, _k_at(walk, b.tile, b.k), b.who))
     return sites
+
+
+_DATACLASSES.save()  # after the module's last dataclass

@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.arch import ArchProfile, load_profile
 from protosim.clock import elapsed_us
 from protosim.checkers import Finding, run_checkers
@@ -25,6 +26,9 @@ from protosim.engine import Perturbation, RunResult, race_plan, replay
 from protosim.engine.perturb import iter_explore_plan
 from protosim.ir import Schedule, content_hash, validate_for
 from protosim.ptx.mbarrier import SILICON_TOLERATED_UB
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 OUTCOMES = ("correct", "wrong", "deadlock", "fault")
 HAZARDS = ("raw_hazard", "war_hazard")
@@ -479,3 +483,6 @@ def slack(schedule: Schedule, warp: int | None = None, limit: int = 200_000, arc
         else:
             ok = mid
     return Slack(warp, role or "", base.outcome.kind, ok, bad, bad_v.outcome.summary(), bad_v.kinds(), limit, replays)
+
+
+_DATACLASSES.save()  # after the module's last dataclass

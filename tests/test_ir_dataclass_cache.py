@@ -19,8 +19,10 @@ from protosim import _dataclass_cache
 from protosim._dataclass_cache import DataclassCache
 
 IR_FILE = Path(ir.__file__)
-USERS = ["protosim/ir.py", "protosim/arch/__init__.py", "protosim/config.py", "protosim/scenarios.py", "protosim/report.py"]
-"""Every module that makes its dataclasses through the cache."""
+ROOT = Path(__file__).resolve().parent.parent
+USERS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "protosim").rglob("*.py")
+               if "\n_DATACLASSES = DataclassCache(__file__)\n" in p.read_text(encoding="utf-8"))
+"""Every module that makes its dataclasses through the cache (found, so a new one is not missed)."""
 
 
 def _load_ir(name: str, make_cache, path: Path = IR_FILE) -> object:

@@ -18,8 +18,8 @@ the builders match the kernels op for op (``tests/test_builders_mirror_kernels.p
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from protosim._dataclass_cache import DataclassCache
 from protosim import ptxas
 from protosim.arch import ArchProfile
 from protosim.config import ACC_BYTES, F16_BYTES, GemmConfig
@@ -50,6 +50,9 @@ from protosim.ir import (
     WgmmaWait,
 )
 from protosim.pipeline import Pipeline, PipelineState
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 WARPS = 4
 TMEM_ALLOC_COLUMNS = 512  # the seed allocates all 512 columns
@@ -357,3 +360,6 @@ class GemmCta:
                                 accumulate=k != 0, **shape))
         else:  # Hopper zeroes the register accumulator per tile (zero_acc()), then every wgmma passes scale-d = T.bool(True)
             self.ops += [Wgmma(reads=reads, accumulate=True, **shape), WgmmaCommit(tile=tile, k=k), WgmmaWait(n=0, tile=tile, k=k)]
+
+
+_DATACLASSES.save()  # after the module's last dataclass

@@ -28,9 +28,9 @@ in flight), ``alias_stages`` (every copy lands in stage 0), ``pendings_delta``
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.config import F16_BYTES as F16
 from protosim.config import ConfigError
 from protosim.ir import (
@@ -54,6 +54,9 @@ from protosim.ir import (
     WgmmaCommit,
     WgmmaWait,
 )
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 MMA_KIND = {"gb10": "mma_sync", "h200": "wgmma"}
 
@@ -188,3 +191,6 @@ def build(cfg: PipelineConfig) -> Schedule:
         ctas=tuple(CtaProgram(c, (tuple(of_cta(op, c) for op in ops),)) for c in range(ctas)),
         config=cfg.to_dict(),
     )
+
+
+_DATACLASSES.save()  # after the module's last dataclass

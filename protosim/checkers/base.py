@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.engine.log import ABSENT, Event
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 
 @dataclass(frozen=True)
@@ -147,3 +151,6 @@ def describe_producer(e: Event) -> str:
     if e.who == "mma":
         return f"tcgen05.commit arrived at cycle {cyc(e.t)}"
     return f"{e.who} arrived at cycle {cyc(e.t)}"
+
+
+_DATACLASSES.save()  # after the module's last dataclass

@@ -36,7 +36,11 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass
+
+from protosim._dataclass_cache import DataclassCache
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,3 +200,6 @@ def race_plan(roles: tuple[str, ...]) -> list[Perturbation]:
     plan += [Perturbation(skew_role=r, skew_warp=0, skew_cycles=max(RACE_SKEW_CYCLES), l2_hit_extra=L2_FAR_EXTRA_CYCLES)
              for r in roles]
     return plan
+
+
+_DATACLASSES.save()  # after the module's last dataclass

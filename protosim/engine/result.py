@@ -7,13 +7,17 @@ when it went quiet (what a watchdog would report), and per-unit busy and stall c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.arch import ArchProfile
 from protosim.engine.log import EventLog
 from protosim.engine.perturb import Perturbation
 from protosim.ir import Schedule
 from protosim.ptx.mbarrier import MBarrierState
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +109,6 @@ class RunResult:
     @property
     def deadlocked(self) -> bool:
         return self.trap is None and (bool(self.blocked) or self.ctas_finished < len(self.schedule.ctas))
+
+
+_DATACLASSES.save()  # after the module's last dataclass

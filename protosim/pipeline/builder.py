@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from protosim._dataclass_cache import DataclassCache
 from protosim.ir import (
     Access,
     Arrive,
@@ -49,6 +49,9 @@ from protosim.ir import (
 )
 from protosim.pipeline.emitter import Pipeline
 from protosim.pipeline.state import PipelineState, stage_index
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 __all__ = ["BarrierArray", "Buffer", "Role", "ScheduleBuilder"]
 
@@ -423,3 +426,6 @@ class ScheduleBuilder:
                      cluster=k)
         validate(s)
         return s
+
+
+_DATACLASSES.save()  # after the module's last dataclass

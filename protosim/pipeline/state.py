@@ -7,7 +7,10 @@ returns the next position and is the only place a phase flips.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from protosim._dataclass_cache import DataclassCache
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 __all__ = ["PipelineState", "stage_index"]
 
@@ -79,3 +82,6 @@ def stage_index(at: int | PipelineState, stages: int, what: str) -> int:
     if not 0 <= at < stages:
         raise IndexError(f"{what}: stage {at} of {stages}")
     return at
+
+
+_DATACLASSES.save()  # after the module's last dataclass

@@ -37,8 +37,12 @@ The rule "when does a phase complete" lives in exactly one place:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from protosim._dataclass_cache import DataclassCache
+
+_DATACLASSES = DataclassCache(__file__)
+dataclass = _DATACLASSES.dataclass  # @dataclass, its methods' bytecode cached (protosim._dataclass_cache)
 
 MAX_COUNT = (1 << 20) - 1
 """Largest expected / pending arrival count (PTX 9.7.13.15.2)."""
@@ -243,3 +247,6 @@ def test_wait_parity(s: MBarrierState, parity: int) -> bool:
     if parity not in (0, 1):
         raise ValueError(f"parity must be 0 or 1, got {parity}")
     return s.parity != parity
+
+
+_DATACLASSES.save()  # after the module's last dataclass

@@ -6,7 +6,10 @@
 //   mode 1  each CTA reads its own 1/gridDim slice, gridDim times over (the same bytes in all)
 // Loads are 16 bytes per lane, `ld.global.cg` (L2 only: the L1 keeps nothing), eight 512-byte
 // warp loads in flight per warp.  A launch's time against nbytes shows where each mode's data
-// stops fitting.  kernels/runner/l2_share.py runs it.  Build (CPU machine):
+// stops fitting.  `rank_of_sm` (may be null) chooses the readers by SM: CTAs on an SM whose entry
+// is -1 exit at once, the others take the entry as their rank among `nreaders` (the runner's
+// `--sides`: readers on one side of the L2 or on both, from the measured side map).
+// kernels/runner/l2_share.py runs it.  Build (CPU machine):
 //   nvcc -cubin -arch=sm_90a -O3 -o l2_share.sm_90a.cubin l2_share.cu
 #include <cstdint>
 
@@ -14,18 +17,20 @@ constexpr int W = 8;       // warp loads in flight per warp
 constexpr int CHUNK = 32;  // uint4 per chunk: a warp load of 512 bytes
 
 extern "C" __global__ void __launch_bounds__(128, 1) l2_share(const uint4 *__restrict__ buf, unsigned nchunks, int mode,
-                                                             unsigned *__restrict__ sink, unsigned *__restrict__ smids) {
+                                                             unsigned *__restrict__ sink, unsigned *__restrict__ smids,
+                                                             const int *__restrict__ rank_of_sm, unsigned nreaders) {
+    unsigned smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
     // smids (may be null): each CTA's SM, for runs of fewer CTAs than SMs (`--grid`)
-    if (smids != nullptr && threadIdx.x == 0) {
-        unsigned smid;
-        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        smids[blockIdx.x] = smid;
-    }
+    if (smids != nullptr && threadIdx.x == 0) smids[blockIdx.x] = smid;
+    const int chosen = rank_of_sm != nullptr ? rank_of_sm[smid] : (int)blockIdx.x;
+    if (chosen < 0) return;  // not a reader (the whole CTA: no barrier below)
+    const unsigned rank = (unsigned)chosen, readers = rank_of_sm != nullptr ? nreaders : gridDim.x;
     const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    // nchunks is a multiple of gridDim.x * W (the runner's sizes): no group of W straddles an end
-    const unsigned slice = mode == 0 ? nchunks : nchunks / gridDim.x;
-    const unsigned begin = mode == 0 ? (unsigned)(((unsigned long long)blockIdx.x * nchunks / gridDim.x) / W * W)
-                                     : blockIdx.x * slice;
+    // nchunks is a multiple of readers * W (the runner's sizes): no group of W straddles an end
+    const unsigned slice = mode == 0 ? nchunks : nchunks / readers;
+    const unsigned begin = mode == 0 ? (unsigned)(((unsigned long long)rank * nchunks / readers) / W * W)
+                                     : rank * slice;
     const unsigned total = nchunks;  // chunks each CTA reads, either way
     uint32_t x = 0;
 #pragma unroll 1

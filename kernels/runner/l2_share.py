@@ -12,11 +12,18 @@ Run on the GPU machine:
     python -m kernels.runner.l2_share --cubin B/l2_share.sm_90a.cubin --out results.jsonl [--fine]
 
 One JSON line per (mode, size, state): kernel-only time and the bytes read per second.
+
+``--sides RECORD`` (RECORD: an ``l2_side_map`` record, results/silicon/microbench/): one CTA on
+every SM, readers chosen by SM from the measured side map -- all of side 0, all of side 1, 32 of
+each, 32 of side 0 -- each mode, written once, sizes around both knees: whether a line read from
+both sides costs more of the L2 than one read from one side (the model's ``l2_shared_footprint``),
+and how much of it one side's SMs can fill.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import sys
 
 from . import timing as T
@@ -30,6 +37,78 @@ FINE = {0: tuple(range(54, 68, 2)), 1: tuple(range(80, 98, 2))}
 """``--fine``: around where each mode stopped fitting in the first sweep (29-36 MB and 43-52 MB)."""
 SWEEP_UNITS = (40, 48, 56, 64, 72, 80, 88, 96)
 """``--grid`` sizes: 21.6 to 51.9 MB, where 8 CTAs' lines stopped fitting (30-35 MB) and 66's (43-52 MB)."""
+
+
+SIDES_UNITS = tuple(range(72, 212, 8))
+"""``--sides`` sizes, in units of 64 x W chunks (262,144 bytes; :func:`sides_chunks`): 18.9 to 54.5 MB,
+from below the every-SM knee (~30 MB) to past the one-reader-a-line knee (~49 MB)."""
+SIDES_SMEM = 160 * 1024
+"""Dynamic shared memory a ``--sides`` CTA asks for: more than half an SM's, so one CTA an SM."""
+
+
+def sides_chunks(units: int, readers: int) -> int:
+    """A ``--sides`` buffer's chunks: about ``units`` x 64 readers x W whatever the readers (the
+    same sizes for every selection), a multiple of ``readers`` x W (each reader's slice whole)."""
+    return max(1, round(units * 64 / readers)) * readers * W
+
+
+def side_map(record: str) -> tuple[list[int], list[int]]:
+    """(side 0, side 1) SM ids from an ``l2_side_map`` record: its last mode-1 launch's split
+    (the SMs that read CTA 0's lines as CTA 0 does are side 0 with it)."""
+    rows = [json.loads(line) for line in open(record, encoding="utf-8") if line.strip()]
+    rows = [r for r in rows if r.get("kind") == "l2_side_map" and r.get("mode") == 1]
+    if not rows:
+        raise ValueError(f"{record}: no mode-1 l2_side_map launch to read a side map from")
+    split = rows[-1]["split"]
+    return sorted(split["with_cta0"]), sorted(split["against_cta0"])
+
+
+def reader_selections(side0: list[int], side1: list[int]) -> dict[str, list[int]]:
+    """The readers of each ``--sides`` run, by name: SM ids."""
+    return {"side 0": side0, "side 1": side1, "32 + 32": side0[:32] + side1[:32], "side 0, 32": side0[:32]}
+
+
+def rank_table(readers: list[int], sm_count: int = SM_COUNT) -> list[int]:
+    """``rank_of_sm`` for the kernel: each reader's rank among the readers (in SM order), -1 for the others."""
+    table = [-1] * sm_count
+    for rank, sm in enumerate(sorted(readers)):
+        table[sm] = rank
+    return table
+
+
+def measure_sides(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
+    side0, side1 = side_map(record)
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function(cubin, "l2_share", SIDES_SMEM)
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
+    rows = []
+    for name, readers in reader_selections(side0, side1).items():
+        ranks = torch.tensor(rank_table(readers), dtype=torch.int32, device="cuda")
+        for units in SIDES_UNITS:
+            nchunks = sides_chunks(units, len(readers))
+            nbytes = nchunks * CHUNK_BYTES
+            buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
+            for mode in (0, 1):
+                args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode),
+                        ctypes.c_void_p(sink.data_ptr()), ctypes.c_void_p(smids.data_ptr()),
+                        ctypes.c_void_p(ranks.data_ptr()), ctypes.c_uint(len(readers))]
+                launch = drv.launcher(fn, SM_COUNT, 128, SIDES_SMEM, stream, args)
+                buf.add_(1)
+                t = T.kernel_time(torch, launch, reps=reps, warmup=2)
+                us = t["median"] * 1e3
+                read = len(readers) * nbytes
+                sms = smids.tolist()
+                row = {"sides": name, "readers": sorted(readers), "mode": mode,
+                       "reads": "every reader the whole buffer" if mode == 0 else "each reader its own slice",
+                       "bytes": nbytes, "state": "written once", "grid": SM_COUNT, "one_cta_an_sm": len(set(sms)) == SM_COUNT,
+                       "kernel_ms": t, "tb_per_s": round(read / ((us - 3.0) * 1e-6) / 1e12, 3), "side_map": record}
+                rows.append(row)
+                print(f"{name:<11} mode {mode} {nbytes / 1e6:6.1f} MB: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s "
+                      "(less 3 us launch)", flush=True)
+            del buf
+    return rows
 
 
 def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_COUNT) -> list[dict]:
@@ -51,7 +130,7 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_C
             if fine and units not in FINE[mode]:
                 continue
             args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode), ctypes.c_void_p(sink.data_ptr()),
-                    ctypes.c_void_p(smids.data_ptr())]
+                    ctypes.c_void_p(smids.data_ptr()), ctypes.c_void_p(None), ctypes.c_uint(0)]
             launch = drv.launcher(fn, grid, 128, 0, stream, args)
             states = (("written once", None), ("rewritten", lambda: buf.add_(1)), ("flushed", lambda: scratch.fill_(1)))
             for state, before in states[:1] if fine or grid != SM_COUNT else states:
@@ -72,6 +151,15 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_C
 
 def main(argv: list[str] | None = None) -> int:
     fine, argv = take_flag(argv, "--fine")
+    sides, argv = take_value(argv, "--sides")
+    if sides is not None:
+        try:
+            side_map(sides)
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+            print(f"l2_share: --sides {sides}: {e}", file=sys.stderr)
+            return 2
+        return cubin_bench_exit("l2_share", __doc__, argv, lambda torch, cubin, reps: measure_sides(torch, cubin, reps, sides), 5,
+                                "JSON lines, one per (readers, mode, size)")
     value, args = take_value(argv, "--grid")
     grid = SM_COUNT
     if value is not None:
@@ -81,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         grid = int(value)
     return cubin_bench_exit("l2_share", __doc__, args, lambda torch, cubin, reps: measure(torch, cubin, reps, fine, grid), 5,
                             "JSON lines, one per (mode, size, state)",
-                            epilog="--fine: sizes around each mode's knee, written once only; --grid N: the first N CTAs alone, mode 1")
+                            epilog="--fine: sizes around each mode's knee, written once only; --grid N: the first N CTAs alone, mode 1; "
+                                   "--sides RECORD: readers chosen by SM from an l2_side_map record")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,50 @@
+"""kernels/runner/l2_share.py --sides: readers chosen by SM from a measured side map (host side)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kernels.runner.l2_share import W, rank_table, reader_selections, side_map, sides_chunks
+
+
+def _record(tmp_path, rows):
+    path = tmp_path / "side.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def test_the_side_map_is_the_last_mode_1_launch(tmp_path):
+    rows = [{"kind": "l2_side_map", "mode": 0, "split": {"near_warmer": [0], "far_from_warmer": [1]}},
+            {"kind": "l2_side_map", "mode": 1, "split": {"with_cta0": [9, 0], "against_cta0": [1, 5]}},
+            {"kind": "l2_side_map", "mode": 1, "split": {"with_cta0": [7, 0, 3], "against_cta0": [2, 1]}}]
+    assert side_map(_record(tmp_path, rows)) == ([0, 3, 7], [1, 2])
+
+
+def test_a_record_without_a_mode_1_launch_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="no mode-1"):
+        side_map(_record(tmp_path, [{"kind": "l2_side_map", "mode": 0, "split": {}}]))
+
+
+def test_each_selection_is_on_the_sides_it_names():
+    side0, side1 = list(range(0, 64)), list(range(64, 132))
+    sel = reader_selections(side0, side1)
+    assert set(sel["side 0"]) <= set(side0) and set(sel["side 1"]) <= set(side1)
+    both = sel["32 + 32"]
+    assert len(both) == 64 and len(set(both) & set(side0)) == 32 and len(set(both) & set(side1)) == 32
+    assert len(sel["side 0, 32"]) == 32 and set(sel["side 0, 32"]) <= set(side0)
+
+
+def test_ranks_number_the_readers_in_sm_order_and_leave_the_rest_out():
+    table = rank_table([70, 3, 12], sm_count=80)
+    assert table[3] == 0 and table[12] == 1 and table[70] == 2
+    assert sum(r >= 0 for r in table) == 3 and len(table) == 80
+
+
+@pytest.mark.parametrize("readers", [32, 64, 68])
+def test_buffers_are_the_same_size_whatever_the_readers_and_slice_whole(readers):
+    for units in (72, 136, 208):
+        chunks = sides_chunks(units, readers)
+        assert chunks % (readers * W) == 0  # each reader's slice a whole number of W-groups
+        assert abs(chunks - units * 64 * W) <= readers * W / 2  # within half a slice round of the 64-reader size

@@ -17,7 +17,8 @@ One JSON line per (mode, size, state): kernel-only time and the bytes read per s
 every SM, readers chosen by SM from the measured side map -- all of side 0, all of side 1, 32 of
 each, 32 of side 0 -- each mode, written once, sizes around both knees: whether a line read from
 both sides costs more of the L2 than one read from one side (the model's ``l2_shared_footprint``),
-and how much of it one side's SMs can fill.
+and how much of it one side's SMs can fill.  ``--sharers RECORD``: 64 readers (32 a side), each
+line read by 1, 2, 4, 8, 16 or 64 of them: the footprint by readers a line.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def measure_sides(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
             for mode in (0, 1):
                 args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode),
                         ctypes.c_void_p(sink.data_ptr()), ctypes.c_void_p(smids.data_ptr()),
-                        ctypes.c_void_p(ranks.data_ptr()), ctypes.c_uint(len(readers))]
+                        ctypes.c_void_p(ranks.data_ptr()), ctypes.c_uint(len(readers)), ctypes.c_uint(0)]
                 launch = drv.launcher(fn, SM_COUNT, 128, SIDES_SMEM, stream, args)
                 buf.add_(1)
                 t = T.kernel_time(torch, launch, reps=reps, warmup=2)
@@ -108,6 +109,45 @@ def measure_sides(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
                 print(f"{name:<11} mode {mode} {nbytes / 1e6:6.1f} MB: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s "
                       "(less 3 us launch)", flush=True)
             del buf
+    return rows
+
+
+SHARERS = (1, 2, 4, 8, 16, 64)
+"""``--sharers``: readers a line has (64 readers, 32 on each side; groups of consecutive ranks in SM
+order, so groups of 2-8 sit on one side, 16 on both)."""
+
+
+def measure_sharers(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
+    """Each line read by ``s`` of 64 readers, for each ``s`` of :data:`SHARERS`: how much of the L2
+    a line read by several SMs takes, by how many (mode 2 of the kernel; 1 and 64 are modes 1 and 0)."""
+    side0, side1 = side_map(record)
+    readers = reader_selections(side0, side1)["32 + 32"]
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    fn = drv.function(cubin, "l2_share", SIDES_SMEM)
+    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+    smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
+    ranks = torch.tensor(rank_table(readers), dtype=torch.int32, device="cuda")
+    rows = []
+    for units in SIDES_UNITS:
+        nchunks = sides_chunks(units, len(readers))
+        nbytes = nchunks * CHUNK_BYTES
+        buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
+        for sharers in SHARERS:
+            args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(2),
+                    ctypes.c_void_p(sink.data_ptr()), ctypes.c_void_p(smids.data_ptr()),
+                    ctypes.c_void_p(ranks.data_ptr()), ctypes.c_uint(len(readers)), ctypes.c_uint(sharers)]
+            launch = drv.launcher(fn, SM_COUNT, 128, SIDES_SMEM, stream, args)
+            buf.add_(1)
+            t = T.kernel_time(torch, launch, reps=reps, warmup=2)
+            us = t["median"] * 1e3
+            sms = smids.tolist()
+            row = {"sharers": sharers, "readers": sorted(readers), "mode": 2, "bytes": nbytes, "state": "written once",
+                   "grid": SM_COUNT, "one_cta_an_sm": len(set(sms)) == SM_COUNT, "kernel_ms": t,
+                   "tb_per_s": round(len(readers) * nbytes / ((us - 3.0) * 1e-6) / 1e12, 3), "side_map": record}
+            rows.append(row)
+            print(f"{sharers:3d} readers a line {nbytes / 1e6:6.1f} MB: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s", flush=True)
+        del buf
     return rows
 
 
@@ -130,7 +170,7 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_C
             if fine and units not in FINE[mode]:
                 continue
             args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode), ctypes.c_void_p(sink.data_ptr()),
-                    ctypes.c_void_p(smids.data_ptr()), ctypes.c_void_p(None), ctypes.c_uint(0)]
+                    ctypes.c_void_p(smids.data_ptr()), ctypes.c_void_p(None), ctypes.c_uint(0), ctypes.c_uint(0)]
             launch = drv.launcher(fn, grid, 128, 0, stream, args)
             states = (("written once", None), ("rewritten", lambda: buf.add_(1)), ("flushed", lambda: scratch.fill_(1)))
             for state, before in states[:1] if fine or grid != SM_COUNT else states:
@@ -152,6 +192,15 @@ def measure(torch, cubin: bytes, reps: int, fine: bool = False, grid: int = SM_C
 def main(argv: list[str] | None = None) -> int:
     fine, argv = take_flag(argv, "--fine")
     sides, argv = take_value(argv, "--sides")
+    sharers, argv = take_value(argv, "--sharers")
+    if sharers is not None:
+        try:
+            side_map(sharers)
+        except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+            print(f"l2_share: --sharers {sharers}: {e}", file=sys.stderr)
+            return 2
+        return cubin_bench_exit("l2_share", __doc__, argv, lambda torch, cubin, reps: measure_sharers(torch, cubin, reps, sharers),
+                                5, "JSON lines, one per (readers a line, size)")
     if sides is not None:
         try:
             side_map(sides)
@@ -170,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     return cubin_bench_exit("l2_share", __doc__, args, lambda torch, cubin, reps: measure(torch, cubin, reps, fine, grid), 5,
                             "JSON lines, one per (mode, size, state)",
                             epilog="--fine: sizes around each mode's knee, written once only; --grid N: the first N CTAs alone, mode 1; "
-                                   "--sides RECORD: readers chosen by SM from an l2_side_map record")
+                                   "--sides RECORD: readers chosen by SM from an l2_side_map record; "
+                                   "--sharers RECORD: each line read by 1-64 of 64 readers")
 
 
 if __name__ == "__main__":

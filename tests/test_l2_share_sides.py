@@ -48,3 +48,13 @@ def test_buffers_are_the_same_size_whatever_the_readers_and_slice_whole(readers)
         chunks = sides_chunks(units, readers)
         assert chunks % (readers * W) == 0  # each reader's slice a whole number of W-groups
         assert abs(chunks - units * 64 * W) <= readers * W / 2  # within half a slice round of the 64-reader size
+
+
+def test_ranks_across_tpcs_put_consecutive_ranks_on_different_tpcs():
+    readers = list(range(16))
+    table = rank_table(readers, sm_count=16, across_tpcs=True)
+    by_rank = sorted(range(16), key=lambda sm: table[sm])
+    pairs = [by_rank[i:i + 2] for i in range(0, 16, 2)]
+    assert all(a // 2 != b // 2 for a, b in pairs)  # SMs 2k and 2k + 1 are one TPC
+    in_sm_order = sorted(range(16), key=lambda sm: rank_table(readers, sm_count=16)[sm])
+    assert all(a // 2 == b // 2 for a, b in (in_sm_order[i:i + 2] for i in range(0, 16, 2)))

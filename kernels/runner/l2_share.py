@@ -69,10 +69,13 @@ def reader_selections(side0: list[int], side1: list[int]) -> dict[str, list[int]
     return {"side 0": side0, "side 1": side1, "32 + 32": side0[:32] + side1[:32], "side 0, 32": side0[:32]}
 
 
-def rank_table(readers: list[int], sm_count: int = SM_COUNT) -> list[int]:
-    """``rank_of_sm`` for the kernel: each reader's rank among the readers (in SM order), -1 for the others."""
+def rank_table(readers: list[int], sm_count: int = SM_COUNT, across_tpcs: bool = False) -> list[int]:
+    """``rank_of_sm`` for the kernel: each reader's rank among the readers, -1 for the others.  Ranks
+    go in SM order -- consecutive ranks on the two SMs of a TPC (SMs 2k and 2k + 1) -- or, with
+    ``across_tpcs``, the even SMs first, then the odd: consecutive ranks on different TPCs."""
+    order = sorted(readers, key=lambda sm: (sm % 2, sm)) if across_tpcs else sorted(readers)
     table = [-1] * sm_count
-    for rank, sm in enumerate(sorted(readers)):
+    for rank, sm in enumerate(order):
         table[sm] = rank
     return table
 
@@ -114,7 +117,10 @@ def measure_sides(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
 
 SHARERS = (1, 2, 4, 8, 16, 64)
 """``--sharers``: readers a line has (64 readers, 32 on each side; groups of consecutive ranks in SM
-order, so groups of 2-8 sit on one side, 16 on both)."""
+order, so a group of 2 is a TPC's two SMs, groups of 2-8 sit on one side, 16 on both)."""
+ACROSS_SHARERS = (2, 4)
+"""The same with ranks on the even SMs first (:func:`rank_table` ``across_tpcs``): a group of 2 on two
+TPCs, a group of 4 on four)."""
 
 
 def measure_sharers(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
@@ -127,13 +133,15 @@ def measure_sharers(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
     fn = drv.function(cubin, "l2_share", SIDES_SMEM)
     sink = torch.zeros(1, dtype=torch.int32, device="cuda")
     smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
-    ranks = torch.tensor(rank_table(readers), dtype=torch.int32, device="cuda")
+    tables = {"TPC pairs": torch.tensor(rank_table(readers), dtype=torch.int32, device="cuda"),
+              "across TPCs": torch.tensor(rank_table(readers, across_tpcs=True), dtype=torch.int32, device="cuda")}
     rows = []
     for units in SIDES_UNITS:
         nchunks = sides_chunks(units, len(readers))
         nbytes = nchunks * CHUNK_BYTES
         buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
-        for sharers in SHARERS:
+        for order, sharers in [(o, n) for o in tables for n in (SHARERS if o == "TPC pairs" else ACROSS_SHARERS)]:
+            ranks = tables[order]
             args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(2),
                     ctypes.c_void_p(sink.data_ptr()), ctypes.c_void_p(smids.data_ptr()),
                     ctypes.c_void_p(ranks.data_ptr()), ctypes.c_uint(len(readers)), ctypes.c_uint(sharers)]
@@ -142,11 +150,12 @@ def measure_sharers(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
             t = T.kernel_time(torch, launch, reps=reps, warmup=2)
             us = t["median"] * 1e3
             sms = smids.tolist()
-            row = {"sharers": sharers, "readers": sorted(readers), "mode": 2, "bytes": nbytes, "state": "written once",
+            row = {"sharers": sharers, "order": order, "readers": sorted(readers), "mode": 2, "bytes": nbytes, "state": "written once",
                    "grid": SM_COUNT, "one_cta_an_sm": len(set(sms)) == SM_COUNT, "kernel_ms": t,
                    "tb_per_s": round(len(readers) * nbytes / ((us - 3.0) * 1e-6) / 1e12, 3), "side_map": record}
             rows.append(row)
-            print(f"{sharers:3d} readers a line {nbytes / 1e6:6.1f} MB: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s", flush=True)
+            print(f"{order:<11} {sharers:3d} readers a line {nbytes / 1e6:6.1f} MB: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s",
+                  flush=True)
         del buf
     return rows
 

@@ -132,3 +132,28 @@ def test_a_few_sms_miss_what_the_whole_chip_keeps():
     few, chip = (replay(sweep(34 * MB, False, ctas=n, tile=1 << 20)) for n in (8, H200.sm_count))
     assert not (few.trap or chip.trap)
     assert few.stats.l2_misses > 0 and chip.stats.l2_misses == 0
+
+
+def test_the_h200_sides_are_the_recorded_side_map():
+    """h200.toml's l2_side1_sms is the split the side-map record shows (its last mode-1 launch)."""
+    import json
+    from pathlib import Path
+
+    from protosim.arch import load_profile
+
+    record = Path(__file__).resolve().parent.parent / "results/silicon/microbench/2026-12-05_h200_003f1b2_l2_side_map.jsonl"
+    rows = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+    split = [r for r in rows if r["mode"] == 1][-1]["split"]
+    h200 = load_profile("h200")
+    assert {sm for sm in range(h200.sm_count) if h200.l2_side(sm) == 0} == set(split["with_cta0"])
+    assert {sm for sm in range(h200.sm_count) if h200.l2_side(sm) == 1} == set(split["against_cta0"])
+
+
+def test_a_guessed_side_map_is_the_second_half_of_the_gpcs():
+    from protosim.arch import load_profile
+
+    for name in ("b200", "gb10"):
+        p = load_profile(name)
+        half = sum(p.gpc_sms[: len(p.gpc_sms) // 2])
+        assert [p.l2_side(sm) for sm in range(p.sm_count)] == [0] * half + [1] * (p.sm_count - half)
+        assert p.constants["l2_side1_sms"].guess

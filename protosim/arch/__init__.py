@@ -73,6 +73,9 @@ class ArchProfile:
     l2_shared_footprint: float
     """How many times its bytes a line read by SMs on both sides of the L2 occupies (each side's
     partition keeps a copy of what its SMs read; :meth:`l2_side`)."""
+    l2_side1_sms: tuple[tuple[int, int], ...]
+    """The SMs that read through the L2's second partition, as ``[first, last]`` SM id ranges
+    (every other SM reads through the first): :meth:`l2_side`."""
     l2_merge_window_cycles: float
     """A read of a tile that another SM began reading this many cycles earlier or less, while that
     read is still under way, shares its lines: fully if both asked at once, less and less the
@@ -244,10 +247,9 @@ class ArchProfile:
         return flat_ends(self.l2_bytes_by_sms, sms)
 
     def l2_side(self, sm: int) -> int:
-        """The L2 partition SM ``sm`` reads through: 0 for the SMs of the first half of the GPCs
-        (:attr:`gpc_sms`), 1 for the rest -- the model's assumption, not read from the chip."""
-        half = sum(self.gpc_sms[: len(self.gpc_sms) // 2])
-        return 0 if sm < half else 1
+        """The L2 partition SM ``sm`` reads through: 1 for the SMs of :attr:`l2_side1_sms`, 0 for
+        the rest (the H200's map is measured; its source says how)."""
+        return 1 if any(first <= sm <= last for first, last in self.l2_side1_sms) else 0
 
     def cycles_to_us(self, cycles: float) -> float:
         return cycles / (self.clock_ghz * 1e3)

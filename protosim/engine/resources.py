@@ -135,9 +135,11 @@ class Pipe:
 class MemorySystem:
     """Chip-wide L2 and HBM bandwidth shared by all SMs, and the L2's contents.
 
-    The L2 is two partitions, each keeping a copy of the lines its side's SMs read: a tile read
-    from both sides takes ``l2_shared_footprint`` times its bytes of the LRU's capacity (measured
-    as a whole, not per partition: results/silicon/microbench/2026-12-01_h200_l2_share.md)."""
+    A tile read from both sides of the L2 (:meth:`ArchProfile.l2_side`) takes ``l2_shared_footprint``
+    times its bytes of the LRU's capacity (measured as a whole, not per partition:
+    results/silicon/microbench/2026-12-01_h200_l2_share.md).  The condition is the model's, and
+    known to be off: the footprint follows how many SMs read a line, not their sides
+    (2026-12-05_h200_l2_side_map.md, docs/semantics.md "L2 partitions")."""
 
     def __init__(self, arch: ArchProfile, resident: frozenset[str] = frozenset(),
                  launch_sides: dict[str, int] | None = None, capacity: float | None = None):

@@ -202,22 +202,18 @@ def main(argv: list[str] | None = None) -> int:
     fine, argv = take_flag(argv, "--fine")
     sides, argv = take_value(argv, "--sides")
     sharers, argv = take_value(argv, "--sharers")
-    if sharers is not None:
+    for option, record, measure_with, out in (
+            ("--sharers", sharers, measure_sharers, "JSON lines, one per (readers a line, size)"),
+            ("--sides", sides, measure_sides, "JSON lines, one per (readers, mode, size)")):
+        if record is None:
+            continue
         try:
-            side_map(sharers)
+            side_map(record)
         except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
-            print(f"l2_share: --sharers {sharers}: {e}", file=sys.stderr)
+            print(f"l2_share: {option} {record}: {e}", file=sys.stderr)
             return 2
-        return cubin_bench_exit("l2_share", __doc__, argv, lambda torch, cubin, reps: measure_sharers(torch, cubin, reps, sharers),
-                                5, "JSON lines, one per (readers a line, size)")
-    if sides is not None:
-        try:
-            side_map(sides)
-        except (OSError, ValueError, KeyError, json.JSONDecodeError) as e:
-            print(f"l2_share: --sides {sides}: {e}", file=sys.stderr)
-            return 2
-        return cubin_bench_exit("l2_share", __doc__, argv, lambda torch, cubin, reps: measure_sides(torch, cubin, reps, sides), 5,
-                                "JSON lines, one per (readers, mode, size)")
+        return cubin_bench_exit("l2_share", __doc__, argv,
+                                lambda torch, cubin, reps: measure_with(torch, cubin, reps, record), 5, out)
     value, args = take_value(argv, "--grid")
     grid = SM_COUNT
     if value is not None:

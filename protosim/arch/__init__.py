@@ -71,8 +71,10 @@ class ArchProfile:
     hbm_bytes_per_clk: float
     l2_bytes_per_clk: float
     l2_shared_footprint: float
-    """How many times its bytes a line read by SMs on both sides of the L2 occupies (each side's
-    partition keeps a copy of what its SMs read; :meth:`l2_side`)."""
+    """How many times its bytes a tile read by SMs on both sides of the L2 (:meth:`l2_side`) takes of
+    it in the model.  Measured with every SM reading a buffer; on the H200 the footprint follows
+    how many SMs read a line (four and more pay it, two of one TPC do not), not their sides
+    (docs/semantics.md "L2 partitions") -- the side is the model's stand-in."""
     l2_side1_sms: tuple[tuple[int, int], ...]
     """The SMs that read through the L2's second partition, as ``[first, last]`` SM id ranges
     (every other SM reads through the first): :meth:`l2_side`."""

@@ -35,9 +35,9 @@ import simpy
 
 from protosim.arch import ArchProfile, load_profile
 from protosim.engine import resolve
+from protosim.engine.environment import ReplayEnvironment
 from protosim.engine.issue import stretched, subpartition
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
-from protosim.engine.environment import ReplayEnvironment
 from protosim.engine.perturb import Perturbation, Perturber
 from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, launch_l2_bytes, read_sides
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats, merged_spans

@@ -58,3 +58,13 @@ def test_ranks_across_tpcs_put_consecutive_ranks_on_different_tpcs():
     assert all(a // 2 != b // 2 for a, b in pairs)  # SMs 2k and 2k + 1 are one TPC
     in_sm_order = sorted(range(16), key=lambda sm: rank_table(readers, sm_count=16)[sm])
     assert all(a // 2 == b // 2 for a, b in (in_sm_order[i:i + 2] for i in range(0, 16, 2)))
+
+
+def test_readers_are_read_as_sm_ranges():
+    from kernels.runner.l2_share import parse_sms
+
+    assert parse_sms("124-131") == list(range(124, 132))
+    assert parse_sms("8, 0-3") == [0, 1, 2, 3, 8]
+    for bad in ("", "a-b", "5-3", "130-140", "1,1", "1-"):
+        with pytest.raises(ValueError):
+            parse_sms(bad)

@@ -18,7 +18,8 @@ every SM, readers chosen by SM from the measured side map -- all of side 0, all 
 each, 32 of side 0 -- each mode, written once, sizes around both knees: whether a line read from
 both sides costs more of the L2 than one read from one side (the model's ``l2_shared_footprint``),
 and how much of it one side's SMs can fill.  ``--sharers RECORD``: 64 readers (32 a side), each
-line read by 1, 2, 4, 8, 16 or 64 of them: the footprint by readers a line.
+line read by 1, 2, 4, 8, 16 or 64 of them: the footprint by readers a line; ``--readers 124-131``
+with it: those SMs alone (a grid of 8 CTAs lands there), 1-8 readers a line.
 """
 
 from __future__ import annotations
@@ -123,11 +124,33 @@ ACROSS_SHARERS = (2, 4)
 TPCs, a group of 4 on four)."""
 
 
-def measure_sharers(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
-    """Each line read by ``s`` of 64 readers, for each ``s`` of :data:`SHARERS`: how much of the L2
-    a line read by several SMs takes, by how many (mode 2 of the kernel; 1 and 64 are modes 1 and 0)."""
+FEW_UNITS = tuple(range(36, 180, 8))
+"""``--sharers`` sizes for fewer than 64 readers (``--readers``): 9.4 to 45.1 MB, where 8 SMs' lines
+stopped fitting (~28 MB, l2_share --grid)."""
+
+
+def parse_sms(spec: str) -> list[int]:
+    """``"124-131"`` or ``"0-3,8,10-11"``: SM ids (ValueError for anything else or an SM off the chip)."""
+    sms: list[int] = []
+    for part in spec.split(","):
+        first, dash, last = part.strip().partition("-")
+        if not first.isdigit() or (dash and not last.isdigit()):
+            raise ValueError(f"{spec!r}: SM ids and ranges, such as 124-131 or 0-3,8")
+        lo, hi = int(first), int(last or first)
+        if lo > hi or hi >= SM_COUNT:
+            raise ValueError(f"{spec!r}: {part.strip()} is not a range of SMs 0-{SM_COUNT - 1}")
+        sms += range(lo, hi + 1)
+    if len(set(sms)) != len(sms):
+        raise ValueError(f"{spec!r}: an SM named twice")
+    return sorted(sms)
+
+
+def measure_sharers(torch, cubin: bytes, reps: int, record: str, readers: list[int] | None = None) -> list[dict]:
+    """Each line read by ``s`` of the readers (64 by default, 32 a side), for each ``s`` of
+    :data:`SHARERS` that divides them: how much of the L2 a line read by several SMs takes, by how
+    many (mode 2 of the kernel; 1 and all readers are modes 1 and 0)."""
     side0, side1 = side_map(record)
-    readers = reader_selections(side0, side1)["32 + 32"]
+    readers = readers or reader_selections(side0, side1)["32 + 32"]
     drv = Driver()
     stream = torch.cuda.current_stream().cuda_stream
     fn = drv.function(cubin, "l2_share", SIDES_SMEM)
@@ -135,12 +158,15 @@ def measure_sharers(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
     smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
     tables = {"TPC pairs": torch.tensor(rank_table(readers), dtype=torch.int32, device="cuda"),
               "across TPCs": torch.tensor(rank_table(readers, across_tpcs=True), dtype=torch.int32, device="cuda")}
+    n = len(readers)
+    runs = [(o, s) for o in tables for s in (SHARERS if o == "TPC pairs" else ACROSS_SHARERS) if s <= n and n % s == 0]
+    runs += [("TPC pairs", n)] if ("TPC pairs", n) not in runs else []  # every reader every line
     rows = []
-    for units in SIDES_UNITS:
+    for units in SIDES_UNITS if n >= 64 else FEW_UNITS:
         nchunks = sides_chunks(units, len(readers))
         nbytes = nchunks * CHUNK_BYTES
         buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
-        for order, sharers in [(o, n) for o in tables for n in (SHARERS if o == "TPC pairs" else ACROSS_SHARERS)]:
+        for order, sharers in runs:
             ranks = tables[order]
             args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(2),
                     ctypes.c_void_p(sink.data_ptr()), ctypes.c_void_p(smids.data_ptr()),
@@ -202,8 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     fine, argv = take_flag(argv, "--fine")
     sides, argv = take_value(argv, "--sides")
     sharers, argv = take_value(argv, "--sharers")
+    readers_spec, argv = take_value(argv, "--readers")
+    readers = None
+    if readers_spec is not None:
+        try:
+            readers = parse_sms(readers_spec)
+        except ValueError as e:
+            print(f"l2_share: --readers {e}", file=sys.stderr)
+            return 2
     for option, record, measure_with, out in (
-            ("--sharers", sharers, measure_sharers, "JSON lines, one per (readers a line, size)"),
+            ("--sharers", sharers, lambda torch, cubin, reps, rec: measure_sharers(torch, cubin, reps, rec, readers),
+             "JSON lines, one per (readers a line, size)"),
             ("--sides", sides, measure_sides, "JSON lines, one per (readers, mode, size)")):
         if record is None:
             continue

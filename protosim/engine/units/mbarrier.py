@@ -14,9 +14,9 @@ from __future__ import annotations
 import simpy
 
 from protosim.engine import resolve
+from protosim.engine.environment import WaiterWakeup
 from protosim.engine.log import ABSENT, ArriveEvent, ExpectTxEvent, PhaseEvent, WaitEvent
 from protosim.engine.order import join_into
-from protosim.engine.environment import WaiterWakeup
 from protosim.engine.state import THREADS, BarrierCell, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
 from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, MbarInval, Op, Wait

@@ -68,3 +68,63 @@ def test_readers_are_read_as_sm_ranges():
     for bad in ("", "a-b", "5-3", "130-140", "1,1", "1-"):
         with pytest.raises(ValueError):
             parse_sms(bad)
+
+
+class _FakeTensor:
+    def __init__(self, n=132):
+        self.n = n
+
+    def data_ptr(self):
+        return 0
+
+    def add_(self, _):
+        return self
+
+    def tolist(self):
+        return list(range(self.n))  # every CTA on an SM of its own
+
+
+class _FakeTorch:
+    int32 = uint8 = None
+
+    class cuda:
+        @staticmethod
+        def current_stream():
+            return type("S", (), {"cuda_stream": 0})()
+
+    @staticmethod
+    def zeros(*a, **k):
+        return _FakeTensor()
+
+    full = tensor = randint = zeros
+
+
+class _FakeDriver:
+    def function(self, cubin, name, smem):
+        return None
+
+    def launcher(self, *a):
+        return lambda: None
+
+
+def test_the_runs_write_rows_as_the_records_have_them(monkeypatch):
+    """measure_sides / measure_sharers, with the GPU faked: one row per run, the fields the
+    committed records carry."""
+    from pathlib import Path
+
+    import kernels.runner.l2_share as L
+
+    monkeypatch.setattr(L, "Driver", _FakeDriver)
+    monkeypatch.setattr(L.T, "kernel_time", lambda torch, launch, reps, warmup: {"median": 0.5, "min": 0.5})
+    root = Path(__file__).resolve().parent.parent / "results/silicon/microbench"
+    side = str(root / "2026-12-05_h200_003f1b2_l2_side_map.jsonl")
+    sides = L.measure_sides(_FakeTorch, b"", 1, side)
+    assert len(sides) == 4 * len(L.SIDES_UNITS) * 2 and all(r["one_cta_an_sm"] for r in sides)
+    recorded = json.loads((root / "2026-12-05_h200_68a57b7_l2_share_sides.jsonl").read_text().splitlines()[0])
+    assert set(sides[0]) == set(recorded) - {"kind", "gpu", "torch", "cuda", "commit", "time", "driver", "max_sm_clock"}
+    sharers = L.measure_sharers(_FakeTorch, b"", 1, side)
+    assert len(sharers) == len(L.SIDES_UNITS) * (len(L.SHARERS) + len(L.ACROSS_SHARERS))
+    recorded = json.loads((root / "2026-12-05_h200_7517fd6_l2_share_sharers_across_tpcs.jsonl").read_text().splitlines()[0])
+    assert set(sharers[0]) == set(recorded) - {"kind", "gpu", "torch", "cuda", "commit", "time", "driver", "max_sm_clock"}
+    few = L.measure_sharers(_FakeTorch, b"", 1, side, list(range(124, 132)))
+    assert {(r["order"], r["sharers"]) for r in few} == {("TPC pairs", s) for s in (1, 2, 4, 8)} | {("across TPCs", 2), ("across TPCs", 4)}

@@ -81,33 +81,49 @@ def rank_table(readers: list[int], sm_count: int = SM_COUNT, across_tpcs: bool =
     return table
 
 
+class ChosenReaders:
+    """The kernel on every SM with its readers chosen by SM (``rank_of_sm``; one CTA an SM): the
+    launch and timing that ``--sides`` and ``--sharers`` share."""
+
+    def __init__(self, torch, cubin: bytes):
+        self.torch = torch
+        self.drv = Driver()
+        self.stream = torch.cuda.current_stream().cuda_stream
+        self.fn = self.drv.function(cubin, "l2_share", SIDES_SMEM)
+        self.sink = torch.zeros(1, dtype=torch.int32, device="cuda")
+        self.smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
+
+    def ranks(self, readers: list[int], across_tpcs: bool = False):
+        return self.torch.tensor(rank_table(readers, across_tpcs=across_tpcs), dtype=self.torch.int32, device="cuda")
+
+    def time(self, buf, nchunks: int, mode: int, ranks, nreaders: int, sharers: int, reps: int) -> tuple[dict, float, bool]:
+        """One timed launch set on ``buf`` (written once before it): the kernel times, their median
+        in us, and whether every CTA had an SM of its own."""
+        c = ctypes
+        args = [c.c_void_p(buf.data_ptr()), c.c_uint(nchunks), c.c_int(mode), c.c_void_p(self.sink.data_ptr()),
+                c.c_void_p(self.smids.data_ptr()), c.c_void_p(ranks.data_ptr()), c.c_uint(nreaders), c.c_uint(sharers)]
+        launch = self.drv.launcher(self.fn, SM_COUNT, 128, SIDES_SMEM, self.stream, args)
+        buf.add_(1)
+        t = T.kernel_time(self.torch, launch, reps=reps, warmup=2)
+        return t, t["median"] * 1e3, len(set(self.smids.tolist())) == SM_COUNT
+
+
 def measure_sides(torch, cubin: bytes, reps: int, record: str) -> list[dict]:
     side0, side1 = side_map(record)
-    drv = Driver()
-    stream = torch.cuda.current_stream().cuda_stream
-    fn = drv.function(cubin, "l2_share", SIDES_SMEM)
-    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
-    smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
+    kernel = ChosenReaders(torch, cubin)
     rows = []
     for name, readers in reader_selections(side0, side1).items():
-        ranks = torch.tensor(rank_table(readers), dtype=torch.int32, device="cuda")
+        ranks = kernel.ranks(readers)
         for units in SIDES_UNITS:
             nchunks = sides_chunks(units, len(readers))
             nbytes = nchunks * CHUNK_BYTES
             buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
             for mode in (0, 1):
-                args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(mode),
-                        ctypes.c_void_p(sink.data_ptr()), ctypes.c_void_p(smids.data_ptr()),
-                        ctypes.c_void_p(ranks.data_ptr()), ctypes.c_uint(len(readers)), ctypes.c_uint(0)]
-                launch = drv.launcher(fn, SM_COUNT, 128, SIDES_SMEM, stream, args)
-                buf.add_(1)
-                t = T.kernel_time(torch, launch, reps=reps, warmup=2)
-                us = t["median"] * 1e3
+                t, us, alone = kernel.time(buf, nchunks, mode, ranks, len(readers), 0, reps)
                 read = len(readers) * nbytes
-                sms = smids.tolist()
                 row = {"sides": name, "readers": sorted(readers), "mode": mode,
                        "reads": "every reader the whole buffer" if mode == 0 else "each reader its own slice",
-                       "bytes": nbytes, "state": "written once", "grid": SM_COUNT, "one_cta_an_sm": len(set(sms)) == SM_COUNT,
+                       "bytes": nbytes, "state": "written once", "grid": SM_COUNT, "one_cta_an_sm": alone,
                        "kernel_ms": t, "tb_per_s": round(read / ((us - 3.0) * 1e-6) / 1e12, 3), "side_map": record}
                 rows.append(row)
                 print(f"{name:<11} mode {mode} {nbytes / 1e6:6.1f} MB: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s "
@@ -151,13 +167,8 @@ def measure_sharers(torch, cubin: bytes, reps: int, record: str, readers: list[i
     many (mode 2 of the kernel; 1 and all readers are modes 1 and 0)."""
     side0, side1 = side_map(record)
     readers = readers or reader_selections(side0, side1)["32 + 32"]
-    drv = Driver()
-    stream = torch.cuda.current_stream().cuda_stream
-    fn = drv.function(cubin, "l2_share", SIDES_SMEM)
-    sink = torch.zeros(1, dtype=torch.int32, device="cuda")
-    smids = torch.full((SM_COUNT,), -1, dtype=torch.int32, device="cuda")
-    tables = {"TPC pairs": torch.tensor(rank_table(readers), dtype=torch.int32, device="cuda"),
-              "across TPCs": torch.tensor(rank_table(readers, across_tpcs=True), dtype=torch.int32, device="cuda")}
+    kernel = ChosenReaders(torch, cubin)
+    tables = {"TPC pairs": kernel.ranks(readers), "across TPCs": kernel.ranks(readers, across_tpcs=True)}
     n = len(readers)
     runs = [(o, s) for o in tables for s in (SHARERS if o == "TPC pairs" else ACROSS_SHARERS) if s <= n and n % s == 0]
     runs += [("TPC pairs", n)] if ("TPC pairs", n) not in runs else []  # every reader every line
@@ -167,17 +178,9 @@ def measure_sharers(torch, cubin: bytes, reps: int, record: str, readers: list[i
         nbytes = nchunks * CHUNK_BYTES
         buf = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device="cuda")
         for order, sharers in runs:
-            ranks = tables[order]
-            args = [ctypes.c_void_p(buf.data_ptr()), ctypes.c_uint(nchunks), ctypes.c_int(2),
-                    ctypes.c_void_p(sink.data_ptr()), ctypes.c_void_p(smids.data_ptr()),
-                    ctypes.c_void_p(ranks.data_ptr()), ctypes.c_uint(len(readers)), ctypes.c_uint(sharers)]
-            launch = drv.launcher(fn, SM_COUNT, 128, SIDES_SMEM, stream, args)
-            buf.add_(1)
-            t = T.kernel_time(torch, launch, reps=reps, warmup=2)
-            us = t["median"] * 1e3
-            sms = smids.tolist()
+            t, us, alone = kernel.time(buf, nchunks, 2, tables[order], len(readers), sharers, reps)
             row = {"sharers": sharers, "order": order, "readers": sorted(readers), "mode": 2, "bytes": nbytes, "state": "written once",
-                   "grid": SM_COUNT, "one_cta_an_sm": len(set(sms)) == SM_COUNT, "kernel_ms": t,
+                   "grid": SM_COUNT, "one_cta_an_sm": alone, "kernel_ms": t,
                    "tb_per_s": round(len(readers) * nbytes / ((us - 3.0) * 1e-6) / 1e12, 3), "side_map": record}
             rows.append(row)
             print(f"{order:<11} {sharers:3d} readers a line {nbytes / 1e6:6.1f} MB: {us:8.1f} us, {row['tb_per_s']:6.2f} TB/s",

@@ -57,11 +57,16 @@ class ReplayEnvironment(simpy.Environment):
         self._last_due = due
 
     def timeout(self, delay: float, value: Any = None) -> Timeout:  # type: ignore[override]
+        last = self.shareable(SharedTimeout, value, self._now + delay)
+        return last if last is not None else SharedTimeout(self, delay, value)
+
+    def shareable(self, cls: type, value: Any, due: float) -> simpy.Event | None:
+        """The event scheduled last, if it is a ``cls``, still queued, due at ``due`` with the very
+        same value: the one rule for when a new event may take its step (the module says why)."""
         last = self._last
-        if (last.__class__ is SharedTimeout and last._value is value and last.callbacks is not None
-                and self._last_due == self._now + delay):
+        if last.__class__ is cls and last._value is value and last.callbacks is not None and self._last_due == due:
             return last
-        return SharedTimeout(self, delay, value)
+        return None
 
 
 class SharedTimeout(Timeout):
@@ -73,10 +78,8 @@ def _joined(event: simpy.Event, due: float) -> bool:
     """Whether the event scheduled last is of ``event``'s class, still queued, due at
     ``due`` with the same value: then ``event``'s waiters are added to its step (and
     ``event`` needs no step of its own)."""
-    env = event.env
-    last = env._last
-    if last.__class__ is event.__class__ and last._value is event._value and last.callbacks is not None \
-            and env._last_due == due:
+    last = event.env.shareable(event.__class__, event._value, due)
+    if last is not None:
         last.callbacks += event.callbacks
         event.callbacks = None  # its one waiter resumes in ``last``'s step
         return True

@@ -104,7 +104,9 @@ class Machine:
         a, s = self.arch, self.schedule
         need = smem_bytes(s)
         per_sm = self.occupancy()
-        if per_sm > 1:
+        if per_sm > 1 and (s.cluster > 1 or len(s.ctas) > a.sm_count):
+            # Only then can two CTAs be on one SM at once: SmSlots gives the first sm_count CTAs an
+            # SM each (ClusterSlots fills a GPC's slots before the next GPC's, so it may double up).
             self.issue_share = a.issue_share_per_warp
         if need > a.smem_per_cta_bytes or s.threads_per_cta > a.max_threads_per_cta or per_sm == 0:
             regs = (f" and {regs_per_cta(s, a)} registers ({s.regs_per_thread} per thread; {a.regs_per_sm} per SM)"

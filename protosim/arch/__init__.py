@@ -71,13 +71,17 @@ class ArchProfile:
     hbm_bytes_per_clk: float
     l2_bytes_per_clk: float
     l2_shared_footprint: float
-    """How many times its bytes a tile read by SMs on both sides of the L2 (:meth:`l2_side`) takes of
-    it in the model.  Measured with every SM reading a buffer; on the H200 the footprint follows
-    how many SMs read a line (four and more pay it, two of one TPC do not), not their sides
-    (docs/semantics.md "L2 partitions") -- the side is the model's stand-in."""
+    """How many times its bytes a line read by SMs of more than one TPC takes of the whole L2: a
+    buffer of such lines stops fitting at ``l2_bytes / l2_shared_footprint`` (~30 MB on the H200)
+    whether 8, 64 or 132 SMs read it, where lines one SM or one TPC reads fill what the readers reach
+    (:meth:`l2_shared_footprint_at`; docs/semantics.md "L2 partitions")."""
+    sms_per_tpc: int
+    """SMs of one TPC (SM ids ``k * sms_per_tpc`` on): two SMs of one TPC reading a line cost the L2
+    what one does (:meth:`l2_tpc`)."""
     l2_side1_sms: tuple[tuple[int, int], ...]
     """The SMs that read through the L2's second partition, as ``[first, last]`` SM id ranges
-    (every other SM reads through the first): :meth:`l2_side`."""
+    (every other SM reads through the first): :meth:`l2_side`.  Measured on the H200; no rule of
+    the replay reads it (the footprint follows TPCs, not sides)."""
     l2_merge_window_cycles: float
     """A read of a tile that another SM began reading this many cycles earlier or less, while that
     read is still under way, shares its lines: fully if both asked at once, less and less the
@@ -247,6 +251,17 @@ class ArchProfile:
     def l2_capacity(self, sms: int) -> float:
         """Bytes of L2 a launch whose CTAs run on ``sms`` SMs can fill (:attr:`l2_bytes_by_sms`)."""
         return flat_ends(self.l2_bytes_by_sms, sms)
+
+    def l2_shared_footprint_at(self, capacity: float) -> float:
+        """How many times its bytes a line read across TPCs takes of ``capacity`` (what a launch's
+        SMs reach, :meth:`l2_capacity`): such lines are held in ``l2_bytes / l2_shared_footprint``
+        at most, so on few SMs, whose reach is no more than that, they cost what any line does
+        (the H200's 8 SMs: ~28 MB either way, 2026-12-05_h200_l2_side_map.md section 5)."""
+        return max(1.0, capacity * self.l2_shared_footprint / self.l2_bytes)
+
+    def l2_tpc(self, sm: int) -> int:
+        """The TPC SM ``sm`` belongs to."""
+        return sm // self.sms_per_tpc
 
     def l2_side(self, sm: int) -> int:
         """The L2 partition SM ``sm`` reads through: 1 for the SMs of :attr:`l2_side1_sms`, 0 for

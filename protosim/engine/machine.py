@@ -39,7 +39,7 @@ from protosim.engine.environment import ReplayEnvironment
 from protosim.engine.issue import stretched, subpartition
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
-from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, launch_l2_bytes, read_sides
+from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_resident, launch_l2_bytes, read_tpcs
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats, merged_spans
 from protosim.engine.state import CtaState, WarpState
 from protosim.engine.units import UNITS, MBarrierUnit, SyncUnit, Unit
@@ -58,8 +58,8 @@ class Machine:
         self.timing = Perturber(self.perturbation)
         self.env = ReplayEnvironment()
         self.log = EventLog()
-        sides = read_sides(schedule, self.arch) if schedule.l2_at_launch == "inputs" else None
-        self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch, sides), sides,
+        readers = read_tpcs(schedule, self.arch) if schedule.l2_at_launch == "inputs" else None
+        self.memory = MemorySystem(self.arch, l2_resident(schedule, self.arch, readers), readers,
                                    launch_l2_bytes(schedule, self.arch))
         self.latency = LatencyTables(self.arch)
         self.sms: dict[int, SmUnits] = {}

@@ -47,48 +47,51 @@ def tensor_of(key: str) -> str:
 
 def launch_l2_bytes(schedule: Schedule, arch: ArchProfile) -> float:
     """The L2 a launch's lines can fill: the profile's capacity for the SMs its first wave takes
-    (CTA ``i`` on SM ``i % sm_count``, :func:`read_sides`), so a persistent grid of 8 CTAs on
+    (CTA ``i`` on SM ``i % sm_count``, :func:`read_tpcs`), so a persistent grid of 8 CTAs on
     the H200 has ~28 MB of its 49, a grid that covers the chip all of it."""
     return arch.l2_capacity(min(len(schedule.ctas), arch.sm_count))
 
 
-def l2_resident(schedule: Schedule, arch: ArchProfile, sides: dict[str, int] | None = None) -> frozenset[str]:
-    """The tensors in L2 at launch under the schedule's ``l2_at_launch`` (``sides``: :func:`read_sides`)."""
+def l2_resident(schedule: Schedule, arch: ArchProfile, readers: dict[str, int] | None = None) -> frozenset[str]:
+    """The tensors in L2 at launch under the schedule's ``l2_at_launch`` (``readers``: :func:`read_tpcs`)."""
     if schedule.l2_at_launch == "inputs":
-        if sides is None:
-            sides = read_sides(schedule, arch)
-        return resident_at_launch(schedule, launch_l2_bytes(schedule, arch), sides, arch.l2_shared_footprint)
+        if readers is None:
+            readers = read_tpcs(schedule, arch)
+        capacity = launch_l2_bytes(schedule, arch)
+        return resident_at_launch(schedule, capacity, readers, arch.l2_shared_footprint_at(capacity))
     return frozenset()
 
 
-BOTH_SIDES = 0b11
+ACROSS_TPCS = -1
+"""In place of a TPC: a tile SMs of more than one TPC read."""
 
 
-def read_sides(schedule: Schedule, arch: ArchProfile) -> dict[str, int]:
-    """Global tile -> the L2 sides its readers' SMs are on (bit 0: side 0, bit 1: side 1), with
-    CTA ``i`` on SM ``i % sm_count``: the first wave's placement (``Machine._launcher`` hands
-    out every SM once, then each again); later waves are placed as slots free up."""
-    sides: dict[str, int] = {}
+def read_tpcs(schedule: Schedule, arch: ArchProfile) -> dict[str, int]:
+    """Global tile -> the TPC its readers' SMs are on, or :data:`ACROSS_TPCS`, with CTA ``i`` on SM
+    ``i % sm_count``: the first wave's placement (``Machine._launcher`` hands out every SM once,
+    then each again); later waves are placed as slots free up."""
+    readers: dict[str, int] = {}
     for cta in schedule.ctas:
-        bit = 1 << arch.l2_side(cta.index % arch.sm_count)
+        tpc = arch.l2_tpc(cta.index % arch.sm_count)
         for ops in cta.roles:
             for op in ops:
                 if op.global_traffic() == "read":
                     key = op.src or op.dst.content
-                    sides[key] = sides.get(key, 0) | bit
-    return sides
+                    if readers.setdefault(key, tpc) != tpc:
+                        readers[key] = ACROSS_TPCS
+    return readers
 
 
-def resident_at_launch(schedule: Schedule, capacity: int, sides: dict[str, int] | None = None,
+def resident_at_launch(schedule: Schedule, capacity: float, readers: dict[str, int] | None = None,
                        shared_footprint: float = 1.0) -> frozenset[str]:
     """The input tensors still in L2 when the kernel starts, if its inputs were written
     just before the launch (in the order the kernel first reads them) and then its
     outputs -- what ``kernels.runner.gemm`` does.  L2 keeps the most recent writes: walking back
     from the outputs, a tensor is resident while it and everything written after it
-    fit.  A tile that SMs on both sides read takes ``shared_footprint`` times its bytes (both
-    partitions keep a copy: the steady state of a kernel launched again on the same inputs).
-    A tensor that only partly fits counts as cold (the conservative side)."""
-    sides = sides or {}
+    fit.  A tile that SMs of more than one TPC read takes ``shared_footprint`` times its bytes
+    (:meth:`ArchProfile.l2_shared_footprint_at`: the steady state of a kernel launched again on
+    the same inputs).  A tensor that only partly fits counts as cold (the conservative side)."""
+    readers = readers or {}
     reads: dict[str, dict[str, float]] = {}
     written = 0.0
     for cta in schedule.ctas:
@@ -100,7 +103,7 @@ def resident_at_launch(schedule: Schedule, capacity: int, sides: dict[str, int] 
                     dst = getattr(op, "dst", None)  # a load into registers has none: each warp reads its share
                     per_warp = op.per_warp and (dst is None or dst.part == WARP_PART)
                     size = op.bytes * (role.warps if per_warp else 1)
-                    reads.setdefault(tensor_of(key), {})[key] = size * (shared_footprint if sides.get(key) == BOTH_SIDES else 1)
+                    reads.setdefault(tensor_of(key), {})[key] = size * (shared_footprint if readers.get(key) == ACROSS_TPCS else 1)
                 elif io == "write":
                     written += op.bytes * (role.warps if op.per_warp else 1)
     resident = []
@@ -135,21 +138,20 @@ class Pipe:
 class MemorySystem:
     """Chip-wide L2 and HBM bandwidth shared by all SMs, and the L2's contents.
 
-    A tile read from both sides of the L2 (:meth:`ArchProfile.l2_side`) takes ``l2_shared_footprint``
-    times its bytes of the LRU's capacity (measured as a whole, not per partition:
-    results/silicon/microbench/2026-12-01_h200_l2_share.md).  The condition is the model's, and
-    known to be off: the footprint follows how many SMs read a line, not their sides
-    (2026-12-05_h200_l2_side_map.md, docs/semantics.md "L2 partitions")."""
+    A tile read by SMs of more than one TPC (:meth:`ArchProfile.l2_tpc`) takes
+    :meth:`ArchProfile.l2_shared_footprint_at` times its bytes of the LRU's capacity, from the
+    second TPC's read on (results/silicon/microbench/2026-12-05_h200_l2_side_map.md;
+    docs/semantics.md "L2 partitions")."""
 
     def __init__(self, arch: ArchProfile, resident: frozenset[str] = frozenset(),
-                 launch_sides: dict[str, int] | None = None, capacity: float | None = None):
+                 launch_readers: dict[str, int] | None = None, capacity: float | None = None):
         self.resident = resident
         """Tensors in L2 at launch: the first touch of their tiles hits."""
         self._touched: set[str] = set()
         """Tiles of resident tensors already read: what was in L2 at launch is there for the first
         touch only -- a tile the LRU has since evicted is read from DRAM again, like any other."""
-        self.launch_sides = launch_sides or {}
-        """Tile -> the sides that read it (``read_sides``): a resident tile read from both is in both at launch."""
+        self.launch_readers = launch_readers or {}
+        """Tile -> its readers' TPC (``read_tpcs``): a resident tile read across TPCs takes its footprint at launch."""
         self.l2_pipe = Pipe(arch.l2_bytes_per_clk)
         self.merge_window = arch.l2_merge_window_cycles
         self.hbm_pipe = Pipe(arch.hbm_bytes_per_clk)
@@ -157,11 +159,11 @@ class MemorySystem:
         """Warp ``st.global`` instructions, all SMs together (the L2 takes so many per cycle)."""
         self.capacity = arch.l2_bytes if capacity is None else capacity
         """Bytes the LRU holds: the whole L2, or what a launch on few SMs reaches (:func:`launch_l2_bytes`)."""
-        self.extra_copy = arch.l2_shared_footprint - 1.0
+        self.extra_copy = arch.l2_shared_footprint_at(self.capacity) - 1.0
         self._lru: OrderedDict[str, float] = OrderedDict()
-        """Tile -> the bytes of L2 it occupies (its bytes, more once both sides have read it)."""
-        self._sides: dict[str, int] = {}
-        """Tile -> the sides that have read it since it came into L2."""
+        """Tile -> the bytes of L2 it occupies (its bytes, more once a second TPC has read it)."""
+        self._readers: dict[str, int] = {}
+        """Tile -> the TPC that has read it since it came into L2, or ACROSS_TPCS."""
         self._used = 0.0
         self._in_l2_at: dict[str, float] = {}
         """Tile -> the cycle its fill from DRAM is in L2 (for the tiles a miss is bringing in)."""
@@ -174,21 +176,20 @@ class MemorySystem:
         self.written = 0
         """Bytes written (each sent to DRAM as it is written)."""
 
-    def read(self, now: float, key: str, nbytes: int, side: int = 0) -> tuple[bool, float]:
-        """A read of global tile ``key`` by an SM on L2 side ``side``: (L2 hit?, when its last byte
+    def read(self, now: float, key: str, nbytes: int, tpc: int = 0) -> tuple[bool, float]:
+        """A read of global tile ``key`` by an SM of TPC ``tpc``: (L2 hit?, when its last byte
         clears the chip -- for a hit on a fill still in flight, no earlier than the fill is in L2)."""
         lru = self._lru
-        bit = 1 << side
         if key not in lru and self.resident and key not in self._touched and tensor_of(key) in self.resident:
-            # written just before the launch: in L2 already, on both sides if both read it
+            # written just before the launch: in L2 already, with its footprint if read across TPCs
             self._touched.add(key)
-            self._insert(key, nbytes, BOTH_SIDES if self.launch_sides.get(key) == BOTH_SIDES else bit)
+            self._insert(key, nbytes, ACROSS_TPCS if self.launch_readers.get(key) == ACROSS_TPCS else tpc)
         if key in lru:
             lru.move_to_end(key)
             self.hits += 1
-            sides = self._sides[key]
-            if not sides & bit:  # the other side's first read: its partition keeps a copy too
-                self._sides[key] = sides | bit
+            first = self._readers[key]
+            if first != tpc and first != ACROSS_TPCS:  # a second TPC's first read: the footprint
+                self._readers[key] = ACROSS_TPCS
                 extra = nbytes * self.extra_copy
                 lru[key] += extra
                 self._used += extra
@@ -200,7 +201,7 @@ class MemorySystem:
                     return True, filled
             return True, done
         self.misses += 1
-        self._insert(key, nbytes, bit)
+        self._insert(key, nbytes, tpc)
         done = self.hbm_pipe.serve(now, nbytes)
         return False, max(done, self._send(now, key, nbytes))
 
@@ -238,10 +239,10 @@ class MemorySystem:
         landing less the L2-hit latency (from L2 on, its path is a hit's)."""
         self._in_l2_at[key] = in_l2_at
 
-    def _insert(self, key: str, nbytes: int, sides: int) -> None:
-        size = nbytes * (1.0 + self.extra_copy) if sides == BOTH_SIDES else float(nbytes)
+    def _insert(self, key: str, nbytes: int, tpc: int) -> None:
+        size = nbytes * (1.0 + self.extra_copy) if tpc == ACROSS_TPCS else float(nbytes)
         self._lru[key] = size
-        self._sides[key] = sides
+        self._readers[key] = tpc
         self._used += size
         self._evict()
 
@@ -251,19 +252,19 @@ class MemorySystem:
         while self._used > self.capacity and len(lru) > 1:
             old, size = lru.popitem(last=False)
             self._used -= size
-            del self._sides[old]
+            del self._readers[old]
             self._in_l2_at.pop(old, None)
             self._asked.pop(old, None)
 
-    def write(self, now: float, nbytes: int, side: int = 0) -> float:
-        """A write of ``nbytes`` from an SM on L2 side ``side``: when its last byte clears the
+    def write(self, now: float, nbytes: int, tpc: int = 0) -> float:
+        """A write of ``nbytes`` from an SM of TPC ``tpc``: when its last byte clears the
         L2.  Its bytes take their place in the LRU, as a tile of their own (kernels write an
         output once; one that writes what it read holds it twice), and go to DRAM now, queued
         in the HBM pipe with the misses: the steady state of repeated launches, whose written
         lines all go back (docs/semantics.md "Written bytes and DRAM")."""
         self._writes += 1
         self.written += nbytes
-        self._insert(f"~write{self._writes}", nbytes, 1 << side)  # '~' starts no tensor name
+        self._insert(f"~write{self._writes}", nbytes, tpc)  # '~' starts no tensor name
         self.hbm_pipe.serve(now, nbytes)
         return self.l2_pipe.serve(now, nbytes)
 
@@ -473,8 +474,8 @@ class SmUnits:
 
     def __init__(self, index: int, arch: ArchProfile):
         self.index = index
-        self.side = arch.l2_side(index)
-        """The L2 partition this SM reads through."""
+        self.tpc = arch.l2_tpc(index)
+        """The TPC this SM belongs to (what the L2 footprint of a line it reads depends on)."""
         self.tma = Pipe(arch.tma_sm_bytes_per_clk)
         self.lsu = Pipe(1.0)
         """Cycles of the SM's load/store unit (``engine.units.lsu.lsu_cycles``: per instruction and per byte)."""

@@ -122,7 +122,7 @@ class LsuUnit(Unit):
         m, arch = self.m, self.arch
         now = m.env.now
         nbytes = getattr(op, "memory_bytes", None)
-        hit, chip_done = m.memory.read(now, key, op.bytes if nbytes is None else nbytes, w.cta.sm.side)
+        hit, chip_done = m.memory.read(now, key, op.bytes if nbytes is None else nbytes, w.cta.sm.tpc)
         issued = w.cta.sm.lsu.serve(now, lsu_cycles(op, arch))
         lat = m.timing.scale(arch.global_load_l2_cycles + m.perturbation.l2_hit_extra if hit else arch.global_load_dram_cycles)
         done = max(now + rounds * lat, max(issued, chip_done) + lat) + after
@@ -218,7 +218,7 @@ class LsuUnit(Unit):
             at_chip *= arch.global_store_chip_per_clk / rate
             at_sm *= min(1.0, arch.sm_count / rate / arch.global_store_issue_cycles)
         issued = max(w.cta.sm.stores.serve(now, at_sm), m.memory.store_pipe.serve(now, at_chip))
-        m.memory.write(now, op.bytes if op.memory_bytes is None else op.memory_bytes, w.cta.sm.side)
+        m.memory.write(now, op.bytes if op.memory_bytes is None else op.memory_bytes, w.cta.sm.tpc)
         m.at(issued + m.timing.scale(arch.global_store_latency), _landed)
         return m.env.timeout(issued - now)
 

@@ -52,7 +52,7 @@ class TmaUnit(Unit):
         now = env.now
         key = op.src or op.dst.content
         start = now + self._descriptor(w.cta.sm, key)
-        hit, chip_done = m.memory.read(start, key, op.bytes, w.cta.sm.side)
+        hit, chip_done = m.memory.read(start, key, op.bytes, w.cta.sm.tpc)
         sm_done = w.cta.sm.tma.serve(start, op.bytes)
         lat, base = m.latency.load(hit, op.bytes)
         if hit and m.perturbation.l2_hit_extra:
@@ -136,7 +136,7 @@ class TmaUnit(Unit):
         # The engine reads the tile out of shared memory as it streams it to L2, so the
         # read ends when the last byte clears the slower of the two pipes.
         sm_done = w.cta.sm.tma.serve(now, op.bytes)
-        chip_done = m.memory.write(now, op.bytes, w.cta.sm.side)
+        chip_done = m.memory.write(now, op.bytes, w.cta.sm.tpc)
         read_done = max(sm_done, chip_done) + timing.scale(arch.smem_latency) + timing.unit_stall()
         lat, base = m.latency.store_latency(op.bytes)
         done = max(now + timing.scale(lat), read_done + timing.scale(base))

@@ -67,13 +67,13 @@ def traced_replay(schedule, arch=None):
     from protosim.engine.resources import MemorySystem
 
     class TracingMemory(MemorySystem):
-        def read(self, now, key, nbytes, side=0):
-            hit, done = super().read(now, key, nbytes, side)
+        def read(self, now, key, nbytes, tpc=0):
+            hit, done = super().read(now, key, nbytes, tpc)
             self.trace.append((key, self._lru.get(key, float(nbytes)), True, hit))
             return hit, done
 
-        def write(self, now, nbytes, side=0):
-            done = super().write(now, nbytes, side)
+        def write(self, now, nbytes, tpc=0):
+            done = super().write(now, nbytes, tpc)
             self.trace.append((f"~write{len(self.trace)}", float(nbytes), False, None))
             return done
 

@@ -231,3 +231,32 @@ def test_bit_6_passes_the_tma_wait_at_once_and_keeps_its_loop_unreached():
 def test_a_loop_without_one_first_tma_try_is_refused():
     with pytest.raises(ValueError, match="TMA barrier once"):
         skip_tma_wait(TMA_WAIT_LOOP.replace("phase_tma_ptr", "phase_mma_ptr"))
+
+
+# -- PARTS 163: the wgmma block left out (skip_mma_block) ----------------------------------------
+BLOCK_LOOP = STAMPED_LOOP.replace(
+    "    tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();\n",
+    "    tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();\n"
+    "    ptx_wgmma_encode_matrix_descriptor((&(descA_ptr[0])), a, 1, 64, 3);\n"
+    "    tvm_builtin_ptx_wgmma_f16_ss_mma_async_sync_aligned_m64n64k16_f32_f16_f16_1_1_0_0(acc_ptr[0], descA_ptr[0], (bool)1);\n"
+    "    tvm_builtin_ptx_wgmma_commit_group_commit_group_sync_aligned();\n")
+
+
+def test_bit_7_leaves_out_the_block_and_keeps_its_stamps():
+    from kernels.microbench.v5_parts import skip_mma_block
+
+    text = skip_mma_block(add_stamps(BLOCK_LOOP))
+    assert expand_stamps(preprocess(text, 3)) == BLOCK_LOOP  # as built: unchanged
+    code = preprocess(text, 163)
+    for gone in ("wgmma_fence", "mma_async", "encode_matrix_descriptor", "commit_group", "wait_group"):
+        assert gone not in code, gone
+    lines = [line.strip() for line in code.splitlines()]
+    assert lines.index("PROTOSIM_STAMP(1)") + 1 == lines.index("PROTOSIM_STAMP(2)")  # the stamps stay, the block between them gone
+    assert "phase_mma_ptr[0] = (phase_mma_ptr[0] ^ 1);" in code and "arrive_expect_tx" in code  # the rest of the loop stays
+
+
+def test_a_loop_without_a_wgmma_block_is_refused():
+    from kernels.microbench.v5_parts import skip_mma_block
+
+    with pytest.raises(ValueError, match="wgmma block"):
+        skip_mma_block(STAMPED_LOOP)  # a fence and a wait_group with no wgmma between them

@@ -36,7 +36,10 @@ This takes the CUDA source TVM generates for the kernel and adds a preprocessor 
   the loop's clock64 cycles with nothing inside it changed, so that a variant's k-iteration is
   read in cycles, not as a kernel time at an assumed clock (PARTS 35, 34, 39: PARTS 3, 2, 7 with it);
 * bit 6 (:func:`skip_tma_wait`; PARTS 99 with bits 0, 1 and 5) lets the k-loop's wait on the stage's
-  TMA barrier pass at once: the loop without waiting for its loads to land.
+  TMA barrier pass at once: the loop without waiting for its loads to land;
+* bit 7 (:func:`skip_mma_block`; PARTS 163 with bits 0, 1 and 5) leaves out the k-loop's wgmma block,
+  from its ``wgmma.fence`` to its ``wgmma.wait_group 0``: the loop clock less PARTS 35's is what the
+  block costs on the loop's critical path, at one stage (v4) and two (v5) in one unstamped run.
 
 ``PARTS`` 3 is the kernel as built.  It is compiled with TVM's own nvcc command
 (``tvm.support.nvcc.compile_cuda``: ``--use_fast_math``, ptxas ``--register-usage-level=10``):
@@ -65,7 +68,7 @@ CONFIGS = tuple((step, 128, bn, k, bn) for step in ("v5", "v4") for bn in (64, 1
 4096.  v4 (one stage: the load of k-iteration k + 1 issued after the round trip, then waited
 for) has the same mma_bar round trip and the same waits, and its model is within ~1%: the
 control for whether what v5 shows is v5's."""
-PARTS = (3, 2, 1, 0, 7, 11, 19, 35, 34, 39, 99)
+PARTS = (3, 2, 1, 0, 7, 11, 19, 35, 34, 39, 99, 163)
 
 STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
 """The points of a k-iteration PARTS 11 stamps, in slot order (:func:`add_stamps`)."""
@@ -183,6 +186,24 @@ def skip_tma_wait(source: str) -> str:
     return head + loop
 
 
+_BLOCK = re.compile(r"^[ \t]*tvm_builtin_ptx_wgmma_fence_fence_sync_aligned\(\);\n"
+                    r"(?:.*\n)*?[ \t]*tvm_builtin_ptx_wgmma_wait_group_wait_group_sync_aligned_0\(\);\n", re.M)
+
+
+def skip_mma_block(source: str) -> str:
+    """The source with bit 7: the k-loop's wgmma block -- its fence, descriptors, wgmma
+    instructions, commit and ``wait_group 0`` -- left out (the accumulators stay zero: the
+    product is reported, not required).  The stamps of bits 3-4 around the block stay."""
+    top = _LOOP_TOP.search(source)
+    if top is None:
+        raise ValueError("no k-loop in the source")
+    head, loop = source[:top.end()], source[top.end():]
+    found = _BLOCK.findall(loop)
+    if len(found) != 1 or "mma_async" not in found[0]:
+        raise ValueError(f"expected one wgmma block (fence .. wait_group 0) in the k-loop, found {len(found)}")
+    return head + _BLOCK.sub(lambda m: f"#if PARTS & 128\n#else\n{m.group(0)}#endif\n", loop, count=1)
+
+
 def compile_variants(who: str, mod, text: str, out: Path, name: str, macro: str, values, as_built, tool: str) -> list[Path]:
     """Compile ``text`` (a kernel's TVM-generated source, patched) once for each ``#define macro
     value`` with TVM's own nvcc command into ``OUT/<name>_<value tag>.sm_90a.cubin``, and check that
@@ -242,7 +263,7 @@ def build(out: Path) -> list[Path]:
         manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn,
                           "smem": smem_bytes(BUILDERS[f"hgemm_{step}"](cfg))}
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
-        text = skip_tma_wait(add_stamps(patch(cuda_source(mod))))
+        text = skip_mma_block(skip_tma_wait(add_stamps(patch(cuda_source(mod)))))
         cubins += compile_variants("v5_parts", mod, text, out, name, "PARTS", {p: f"p{p}" for p in PARTS}, 3, tool)
     (out / "v5_parts.json").write_text(json.dumps(manifest, indent=1))
     return cubins

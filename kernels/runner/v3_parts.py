@@ -22,16 +22,26 @@ from pathlib import Path
 from . import timing as T
 from .launch_cost import Driver, folder_bench_exit
 from .tma_stream import SM_COUNT
+from kernels.microbench.v3_parts import CTAS_PER_SM, FORCED_CONFIGS, forced_plan, forced_smem  # no tvm at import
 
 CONFIGS = ((1024, 1024, 4096, 64), (2048, 2048, 4096, 64), (1024, 2048, 4096, 128), (2048, 2048, 4096, 128))
 SMEM = {64: 25_600, 128: 33_792}
 """Dynamic shared memory per CTA: ``protosim.engine.machine.smem_bytes`` of the v3 builder (the
 seed's T.SMEMPool layout: barriers, then A and B)."""
-CTAS_PER_SM = {64: 5, 128: 3}
-"""What registers allow (96 and 168 per thread, kernels/microbench/v3_parts.py's SASS)."""
 DIAG_WORDS = 16  # kernels/spec.py
 CLOCK_GHZ = 1.98
 LAUNCH_US = 3.0  # protosim/arch/h200.toml launch_fixed_us
+
+
+def kernel_args(A, B, D, diag) -> list:
+    """The v3 kernel's parameters: A, B, D, the diag words, no delays, the watchdog budget."""
+    return [ctypes.c_void_p(A.data_ptr()), ctypes.c_void_p(B.data_ptr()), ctypes.c_void_p(D.data_ptr()),
+            ctypes.c_void_p(diag.data_ptr()), ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(1), ctypes.c_int64(1 << 40)]
+
+
+def operands(torch, m: int, n: int, k: int):
+    return (torch.randn(m, k, dtype=torch.float16, device="cuda"), torch.randn(n, k, dtype=torch.float16, device="cuda"),
+            torch.empty(m, n, dtype=torch.float16, device="cuda"), torch.zeros(DIAG_WORDS, dtype=torch.int32, device="cuda"))
 
 
 def measure(torch, folder: Path, reps: int) -> list[dict]:
@@ -40,16 +50,11 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
     rows = []
     for m, n, k, bn in CONFIGS:
         grid = (m // 128) * (n // bn)
-        A = torch.randn(m, k, dtype=torch.float16, device="cuda")
-        B = torch.randn(n, k, dtype=torch.float16, device="cuda")
-        D = torch.empty(m, n, dtype=torch.float16, device="cuda")
-        diag = torch.zeros(DIAG_WORDS, dtype=torch.int32, device="cuda")
+        A, B, D, diag = operands(torch, m, n, k)
         for parts in (3, 2, 1):
             cubin = folder / f"v3_parts_{m}x{n}x{k}_n{bn}_p{parts}.sm_90a.cubin"
             fn = drv.function(cubin.read_bytes(), "kernel_kernel", SMEM[bn])
-            args = [ctypes.c_void_p(A.data_ptr()), ctypes.c_void_p(B.data_ptr()), ctypes.c_void_p(D.data_ptr()),
-                    ctypes.c_void_p(diag.data_ptr()), ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(1),
-                    ctypes.c_int64(1 << 40)]
+            args = kernel_args(A, B, D, diag)
 
             def rewrite_inputs() -> None:  # written again before every repetition
                 A.add_(0)
@@ -74,7 +79,43 @@ def measure(torch, folder: Path, reps: int) -> list[dict]:
     return rows
 
 
+def measure_forced(torch, folder: Path, reps: int) -> list[dict]:
+    """--forced: the kernel as built (PARTS 3) of every :data:`FORCED_CONFIGS` grid in ``folder``, at
+    its own shared memory and padded to allow at most each smaller count of CTAs an SM
+    (:func:`forced_plan`, :func:`forced_smem`), inputs in L2 (written once before the first launch)."""
+    drv = Driver()
+    stream = torch.cuda.current_stream().cuda_stream
+    rows = []
+    for m, n, k, bn in FORCED_CONFIGS:
+        cubin = folder / f"v3_parts_{m}x{n}x{k}_n{bn}_p3.sm_90a.cubin"
+        if not cubin.is_file():  # a run may carry only some of the grids
+            continue
+        grid = (m // 128) * (n // bn)
+        A, B, D, diag = operands(torch, m, n, k)
+        ref = A.float() @ B.float().T
+        fn = drv.function(cubin.read_bytes(), "kernel_kernel", forced_smem(1))  # the most any run asks for
+        for per_sm in forced_plan(bn, grid, SM_COUNT):
+            smem = SMEM[bn] if per_sm is None else forced_smem(per_sm)
+            D.fill_(float("nan"))
+            diag.zero_()
+            t = T.kernel_time(torch, drv.launcher(fn, grid, 128, smem, stream, kernel_args(A, B, D, diag)), reps=reps, warmup=2)
+            torch.cuda.synchronize()
+            err = float((D.float() - ref).abs().max().item())
+            rows.append({"config": {"M": m, "N": n, "K": k, "BLK_N": bn}, "parts": 3, "grid": grid, "smem": smem,
+                         "forced_ctas_per_sm": per_sm, "inputs": "written once", "kernel_ms": t,
+                         "max_abs_error": err if err == err else "nan", "diag_timeouts": int(diag[0].item())})
+            print(f"v3 {m}x{n}x{k} n{bn} grid {grid:>4}: {per_sm or 'own'} CTAs an SM ({smem} B): "
+                  f"{t['median'] * 1e3:8.1f} us, max |error| {err:.3f}", flush=True)
+        del A, B, D, diag, ref
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .launch_cost import take_flag
+
+    forced, argv = take_flag(argv, "--forced")
+    if forced:
+        return folder_bench_exit("v3_parts", __doc__, argv, measure_forced, 5, "JSON lines, one per (grid, CTAs an SM)")
     return folder_bench_exit("v3_parts", __doc__, argv, measure, 5, "JSON lines, one per (config, parts)")
 
 

@@ -50,3 +50,89 @@ def test_an_unknown_set_and_a_folder_without_forced_cubins_are_refused(tmp_path,
     assert v3_parts.main(["--predict-forced", str(tmp_path)]) == 2
     assert "no --set forced cubin" in capsys.readouterr().err
     assert v3_parts.main(["--predict-forced", str(tmp_path / "missing")]) == 2
+
+
+class _FakeTensor:
+    T = property(lambda self: self)
+
+    def data_ptr(self):
+        return 0
+
+    def float(self):
+        return self
+
+    def __matmul__(self, other):
+        return self
+
+    def __sub__(self, other):
+        return self
+
+    def abs(self):
+        return self
+
+    def max(self):
+        return self
+
+    def item(self):
+        return 0.0
+
+    def fill_(self, _):
+        return self
+
+    def zero_(self):
+        return self
+
+    def __getitem__(self, _):
+        return self
+
+
+class _FakeTorch:
+    float16 = int32 = None
+
+    class cuda:
+        @staticmethod
+        def current_stream():
+            return type("S", (), {"cuda_stream": 0})()
+
+        @staticmethod
+        def synchronize():
+            pass
+
+    @staticmethod
+    def randn(*a, **k):
+        return _FakeTensor()
+
+    empty = zeros = randn
+
+
+def test_the_forced_runs_launch_the_grid_at_each_padded_size(monkeypatch, tmp_path):
+    """measure_forced with the GPU faked: each forced grid's cubin present is launched over its whole
+    grid at its own shared memory, then at forced_smem of each smaller count, under one attribute
+    large enough for all; a grid whose cubin is absent is skipped."""
+    import kernels.runner.v3_parts as R
+
+    launches, attributes = [], []
+
+    class FakeDriver:
+        def function(self, cubin, name, smem):
+            attributes.append(smem)
+            return name
+
+        def launcher(self, fn, grid, block, smem, stream, args):
+            launches.append((grid, block, smem, len(args)))
+            return lambda: None
+
+    monkeypatch.setattr(R, "Driver", FakeDriver)
+    monkeypatch.setattr(R.T, "kernel_time", lambda torch, launch, **k: {"median": 0.2, "min": 0.2})
+    present = v3_parts.FORCED_CONFIGS[:2]  # 4096^2 x 1024 at BLK_N 128 and 64; the 2048^2 grids left out
+    for m, n, k, bn in present:
+        (tmp_path / f"v3_parts_{m}x{n}x{k}_n{bn}_p3.sm_90a.cubin").write_bytes(b"")
+    rows = R.measure_forced(_FakeTorch, tmp_path, reps=1)
+    expect = []
+    for m, n, k, bn in present:
+        grid = (m // 128) * (n // bn)
+        expect += [(grid, 128, R.SMEM[bn] if c is None else forced_smem(c), 8) for c in forced_plan(bn, grid)]
+    assert launches == expect
+    assert attributes == [forced_smem(1)] * len(present) and all(s <= forced_smem(1) for _, _, s, _ in launches)
+    assert [r["forced_ctas_per_sm"] for r in rows] == [None, 2, 1, None, 4, 3, 2, 1]
+    assert all(r["parts"] == 3 and r["inputs"] == "written once" and r["max_abs_error"] == 0.0 for r in rows)

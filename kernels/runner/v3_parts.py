@@ -11,6 +11,11 @@ the GPU machine:
 (``--cubin`` names any one of the cubins; the others are read from beside it.)  One JSON line per
 (config, parts, inputs): grid, CTAs per SM, kernel-only time and the cycles per k-iteration it implies for
 one CTA (``(time - launch) x clock / k-tiles``, every CTA of the grid on the GPU at once).
+
+``--forced`` (:func:`measure_forced`) runs the kernel as built of the ``--set forced`` grids instead,
+each at its own shared memory and padded to allow at most each smaller count of CTAs an SM:
+
+    python -m kernels.runner.v3_parts --forced --cubin B/v3_parts_4096x4096x1024_n128_p3.sm_90a.cubin --out forced.jsonl
 """
 
 from __future__ import annotations

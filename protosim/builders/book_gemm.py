@@ -94,7 +94,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protosim.arch import load_profile
-from protosim.builders.gemm_cta import a_tile, b_tile
+from protosim.builders.gemm_cta import a_tile, b_tile, operand
 from protosim.builders.seed_gemm import persistent_tiles
 from protosim.config import ACC_BYTES, DELAY_KNOBS, F16_BYTES, ConfigError, GemmConfig
 from protosim.gcpause import gc_paused
@@ -389,8 +389,8 @@ class BookCta:
         out = []
         for c in range(self.step.consumers):
             part = c if self.step.consumers > 1 else None
-            out.append((self.a_bytes, Access("A", s, a_tile(self.a_row(ct, c), k), part), "", fields))
-        out.append((self.b_bytes, Access("B", s, b_tile(self.b_row(ct), k)), "", fields))
+            out.append((self.a_bytes, operand("A", s, a_tile(self.a_row(ct, c), k), part), "", fields))
+        out.append((self.b_bytes, operand("B", s, b_tile(self.b_row(ct), k)), "", fields))
         return out
 
     def run_mma(self, c: int, tiles: list[tuple[int, int]]) -> None:
@@ -427,7 +427,7 @@ class BookCta:
         part = c if step.consumers > 1 else None
         if not self.clustered:
             m, n = ct
-            reads = (Access("A", s, a_tile(m, k)), Access("B", s, b_tile(n, k)))
+            reads = (operand("A", s, a_tile(m, k)), operand("B", s, b_tile(n, k)))
             writes = (Access("acc", 0, content, columns=cols),)
         else:
             ranks = range(step.pair)

@@ -17,6 +17,7 @@ the builders match the kernels op for op (``tests/test_builders_mirror_kernels.p
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from protosim._dataclass_cache import DataclassCache
@@ -160,6 +161,16 @@ def a_tile(m: int, k: int) -> str:
 
 def b_tile(n: int, k: int) -> str:
     return f"B[n={n},k={k}]"
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def operand(buffer: str, stage: int, content: str, part: int | None = None) -> Access:
+    """``Access(buffer, stage, content, part)``, one object for each value.  Every CTA that reads an
+    A or B k-tile names it twice (its TMA load, its MMA): the full chip's v6 at 4096^3 held 264 k
+    such accesses of 6 k values, with a content string each -- 35 MB of the schedule's 129 MB
+    (``benchmarks/memory_by_stage.py``).  An access is a frozen value: sharing one object changes
+    nothing a replay or a schedule hash reads."""
+    return Access(buffer, stage, content, part)
 
 
 def acc_content(tile: tuple[int, int], k: int) -> str:
@@ -330,7 +341,7 @@ class GemmCta:
         who = cfg.tma_issuer
         if cfg.producer_delay_ns:
             self.ops.append(Sleep(cycles=self.ns(cfg.producer_delay_ns), issuer=who, tile=tile, k=k, label="producer delay"))
-        loads = ((self.a_bytes, Access("A", at.index, a_tile(m, k))), (self.b_bytes, Access("B", at.index, b_tile(n, k))))
+        loads = ((self.a_bytes, operand("A", at.index, a_tile(m, k))), (self.b_bytes, operand("B", at.index, b_tile(n, k))))
         ring.producer_commit(at, cfg.stage_bytes + cfg.expect_tx_delta, loads, issuer=who, tile=tile, k=k)
 
     def wait(self, wait: Callable[..., int], at: PipelineState, which: str, tile: tuple[int, int], k: int,
@@ -353,7 +364,7 @@ class GemmCta:
         m, n = tile
         if cfg.consumer_delay_ns:
             self.ops.append(Sleep(cycles=self.ns(cfg.consumer_delay_ns), issuer="one", tile=tile, k=k, label="consumer delay"))
-        reads = (Access("A", stage, a_tile(m, k)), Access("B", stage, b_tile(n, k)))
+        reads = (operand("A", stage, a_tile(m, k)), operand("B", stage, b_tile(n, k)))
         shape = dict(m=cfg.BLK_M, n=cfg.BLK_N, k_elems=cfg.BLK_K, tile=tile, k=k)
         if self.tcgen05:  # the seed: gemm_async(..., accum=(k != 0))
             self.ops.append(Mma(reads=reads, writes=(Access("acc", 0, acc_content(tile, k)),), issuer="one",

@@ -15,6 +15,7 @@ import simpy
 
 from protosim.engine import resolve
 from protosim.engine.environment import WaiterWakeup
+from protosim.engine.ints import shared
 from protosim.engine.log import ABSENT, ArriveEvent, ExpectTxEvent, PhaseEvent, WaitEvent
 from protosim.engine.order import join_into
 from protosim.engine.state import THREADS, BarrierCell, CtaState, WarpState
@@ -249,10 +250,13 @@ class MBarrierUnit(Unit):
                 clock, seqs, upto, blocked: bool) -> None:
         if clock is not None:  # acquire: learn what the observed phase carried
             join_into(w.clock, clock)
-        w.clock[w.g] += 1
+        w.clock[w.g] = shared(w.clock[w.g] + 1)  # one object a count (engine.ints)
         # The wait event doubles as the observation of the accesses the phase carried:
         # ``seqs`` one by one, ``upto`` as (thread, seq) -- all of that thread's MMA
         # accesses up to seq (a tcgen05.commit tracks every earlier MMA of its thread).
-        self.m.log.events.append(_new(WaitEvent, (self.m.env.now + w.debt, "wait", w.cta.index, w.who, i, op.barrier,
+        now = self.m.env.now
+        if w.debt:  # (now + 0.0 would be a new float in every event: ~12 MB at 4096^3)
+            now += w.debt
+        self.m.log.events.append(_new(WaitEvent, (now, "wait", w.cta.index, w.who, i, op.barrier,
                                                   op.parity, op.use, begin, c0, c_ret, blocked, op.tile, op.k, seqs,
                                                   upto, w.g, w.clock[w.g])))

@@ -1,0 +1,54 @@
+"""The event log holds each repeated value once (issue 15's memory targets): equal op indices, clock
+counts, observed seqs and operand accesses are one object, not one per warp or per CTA.  These are
+what ``benchmarks/memory_by_stage.py`` measured; each test fails if its sharing is undone."""
+
+from __future__ import annotations
+
+from protosim.arch import load_profile
+from protosim.builders import BUILDERS
+from protosim.config import GemmConfig
+from protosim.engine import replay
+from protosim.engine.ints import indices, shared
+
+
+def _v6_log():
+    # 2 x 2 tiles of 128 x 128 on 4 CTAs, K = 8192: 128 k-iterations, so op indices and clock
+    # counts run past 256 (CPython's small-int cache) in every warp
+    schedule = BUILDERS["hgemm_v6"](GemmConfig(M=256, N=256, K=8192, arch="h200"))
+    return schedule, replay(schedule, load_profile("h200")).log.events
+
+
+def _objects_per_value(values) -> float:
+    values = [v for v in values if isinstance(v, int) and v > 256]
+    assert values, "no value past the small-int cache: the test shows nothing"
+    return len({id(v) for v in values}) / len(set(values))
+
+
+def test_the_table_gives_one_object_a_value_however_far_it_grows():
+    n = len(indices(0))
+    big = shared(3 * n + 5)  # past the table: it grows
+    assert big == 3 * n + 5 and shared(3 * n + 5) is big
+    assert indices(10)[:10] == list(range(10))
+    assert shared(300) is indices(301)[300]
+
+
+def test_op_indices_and_clock_counts_are_one_object_a_value():
+    _, events = _v6_log()
+    assert _objects_per_value(e.op for e in events) == 1.0
+    waits = [e for e in events if e.kind == "wait"]
+    assert _objects_per_value(e.at for e in waits) == 1.0
+
+
+def test_the_warps_of_a_warpgroup_share_the_seqs_they_observe():
+    _, events = _v6_log()
+    seqs = [e.seqs for e in events if e.kind == "observe"]
+    assert len(seqs) > len({s for s in seqs}), "no two observations of the same accesses"
+    assert len({id(s) for s in seqs}) == len(set(seqs))
+
+
+def test_every_cta_names_an_operand_stage_with_one_access():
+    schedule, _ = _v6_log()
+    accesses = [op.dst for cta in schedule.ctas for ops in cta.roles for op in ops
+                if type(op).__name__ == "TmaLoad"]
+    assert len(accesses) > len(set(accesses))  # CTAs of one tile row load the same A k-tiles
+    assert len({id(a) for a in accesses}) == len(set(accesses))

@@ -8,7 +8,7 @@ from protosim.arch import load_profile
 from protosim.builders import BUILDERS
 from protosim.config import GemmConfig
 from protosim.engine import replay
-from protosim.engine.ints import indices, shared
+from protosim.ints import indices, shared
 
 
 def _v6_log():
@@ -52,3 +52,12 @@ def test_every_cta_names_an_operand_stage_with_one_access():
                 if type(op).__name__ == "TmaLoad"]
     assert len(accesses) > len(set(accesses))  # CTAs of one tile row load the same A k-tiles
     assert len({id(a) for a in accesses}) == len(set(accesses))
+
+
+def test_a_barriers_uses_are_one_object_a_value_in_the_schedule():
+    # one persistent CTA walking 16 tiles of 64 k-steps: each stage barrier is used ~512 times
+    schedule = BUILDERS["hgemm_v6"](GemmConfig(M=512, N=512, K=4096, sm_count=1, arch="h200"))
+    ops = [op for cta in schedule.ctas for role in cta.roles for op in role]
+    assert _objects_per_value(getattr(op, "use", None) for op in ops) == 1.0
+    fills = [op.bytes for op in ops if type(op).__name__ == "ArriveExpectTx"]
+    assert len(fills) > 1 and len({id(b) for b in fills}) == 1  # one CTA: one announced size

@@ -233,6 +233,8 @@ class GemmCta:
         self.family = family(arch)
         self.a_bytes = cfg.BLK_M * cfg.BLK_K * F16_BYTES
         self.b_bytes = cfg.BLK_N * cfg.BLK_K * F16_BYTES
+        self.tx_bytes = cfg.stage_bytes + cfg.expect_tx_delta
+        """What each stage's ``arrive.expect_tx`` announces (one int for the CTA's every fill)."""
 
     def ns(self, ns: int) -> int:
         return round(ns * self.arch.clock_ghz)
@@ -342,7 +344,7 @@ class GemmCta:
         if cfg.producer_delay_ns:
             self.ops.append(Sleep(cycles=self.ns(cfg.producer_delay_ns), issuer=who, tile=tile, k=k, label="producer delay"))
         loads = ((self.a_bytes, operand("A", at.index, a_tile(m, k))), (self.b_bytes, operand("B", at.index, b_tile(n, k))))
-        ring.producer_commit(at, cfg.stage_bytes + cfg.expect_tx_delta, loads, issuer=who, tile=tile, k=k)
+        ring.producer_commit(at, self.tx_bytes, loads, issuer=who, tile=tile, k=k)
 
     def wait(self, wait: Callable[..., int], at: PipelineState, which: str, tile: tuple[int, int], k: int,
              parity: int | None = None, lag: bool = True) -> None:

@@ -36,7 +36,7 @@ import simpy
 from protosim.arch import ArchProfile, load_profile
 from protosim.engine import resolve
 from protosim.engine.environment import ReplayEnvironment
-from protosim.engine.ints import indices
+from protosim.ints import indices
 from protosim.engine.issue import stretched, subpartition
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
@@ -226,7 +226,7 @@ class Machine:
         stalls = timing.stalls
         first = w.warp == 0
         share = self.issue_share
-        for i, op in zip(indices(len(ops)), ops):  # shared ints (engine.ints)
+        for i, op in zip(indices(len(ops)), ops):  # shared ints (protosim.ints)
             if self.trap:
                 return
             issuer = op.issuer

@@ -18,7 +18,7 @@ from typing import Any
 
 import simpy
 
-from protosim.engine.ints import shared
+from protosim.ints import shared
 from protosim.engine.order import fresh, joined
 from protosim.engine.resources import SmUnits
 from protosim.ir import CtaProgram, Schedule
@@ -143,5 +143,5 @@ class WarpState:
         bytes, so an elected lane's arrive does not release them."""
 
     def tick(self) -> tuple[int, ...]:
-        self.clock[self.g] = shared(self.clock[self.g] + 1)  # one object a count (engine.ints)
+        self.clock[self.g] = shared(self.clock[self.g] + 1)  # one object a count (protosim.ints)
         return tuple(self.clock)

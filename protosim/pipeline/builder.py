@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from protosim._dataclass_cache import DataclassCache
+from protosim.ints import shared
 from protosim.ir import (
     Access,
     Arrive,
@@ -128,6 +129,9 @@ class Role:
         if unknown:
             raise TypeError(f"{self.name}: {cls.__name__}: unknown keyword(s) {sorted(unknown)}; tags are {_TAGS}")
         merged = {**self.builder._tags, "issuer": issuer, **tags}
+        use = fields.get("use")
+        if type(use) is int and use > 256:  # every op of a full chip names its use: one int a value
+            fields["use"] = shared(use)
         self.builder._append(self.name, cls(**merged, **fields))
 
     # -- barriers -------------------------------------------------------------

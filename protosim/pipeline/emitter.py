@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from protosim.ints import shared
 from protosim.ir import Arrive, ArriveExpectTx, Issuer, MmaCommit, Op, TmaLoad, Wait
 from protosim.pipeline.state import PipelineState, stage_index
 
@@ -60,7 +61,7 @@ class UseCounter:
     def take(self, barrier: str) -> int:
         """The next use of ``barrier`` (0 first), counted."""
         use = self._counts.get(barrier, 0)
-        self._counts[barrier] = use + 1
+        self._counts[barrier] = shared(use + 1)  # every op of a full chip names its use: one int a value
         return use
 
     def copy(self) -> UseCounter:
@@ -135,6 +136,7 @@ class Pipeline:
         producer starts at :meth:`PipelineState.producer_start`."""
         barrier = self._empty(state)
         use = self.produced.take(barrier) - 1
+        use = shared(use) if use >= 0 else use
         self._producer(Wait(barrier=barrier, parity=state.phase if parity is None else parity, use=use,
                             issuer=issuer, **tags))
         return use

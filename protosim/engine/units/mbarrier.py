@@ -15,7 +15,7 @@ import simpy
 
 from protosim.engine import resolve
 from protosim.engine.environment import WaiterWakeup
-from protosim.engine.ints import shared
+from protosim.ints import shared
 from protosim.engine.log import ABSENT, ArriveEvent, ExpectTxEvent, PhaseEvent, WaitEvent
 from protosim.engine.order import join_into
 from protosim.engine.state import THREADS, BarrierCell, CtaState, WarpState
@@ -250,7 +250,7 @@ class MBarrierUnit(Unit):
                 clock, seqs, upto, blocked: bool) -> None:
         if clock is not None:  # acquire: learn what the observed phase carried
             join_into(w.clock, clock)
-        w.clock[w.g] = shared(w.clock[w.g] + 1)  # one object a count (engine.ints)
+        w.clock[w.g] = shared(w.clock[w.g] + 1)  # one object a count (protosim.ints)
         # The wait event doubles as the observation of the accesses the phase carried:
         # ``seqs`` one by one, ``upto`` as (thread, seq) -- all of that thread's MMA
         # accesses up to seq (a tcgen05.commit tracks every earlier MMA of its thread).

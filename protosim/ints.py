@@ -1,10 +1,12 @@
-"""One int object for each value the event log stores many times over: op indices and clock counts.
+"""One int object for each value a schedule and its event log hold many times over: barrier uses,
+op indices, vector-clock counts.
 
 CPython keeps one object for each int from -5 to 256; every larger int an expression makes is a new
 28-byte object.  A replay's events each name their op by index and carry their warp's clock count,
-and ``enumerate`` or ``+= 1`` made those anew in every warp of every CTA: at 4096^3 on the full chip,
-~40 MB of equal ints in the log (``benchmarks/memory_by_stage.py``, issue 15).  Taking them from one
-table makes equal values one object; values never change.
+and ``enumerate`` or ``+= 1`` made those anew in every warp of every CTA (at 4096^3 on the full chip,
+~40 MB of equal ints in the log); a schedule's ops count their barrier's uses the same way (1.1 M
+objects of 1,538 values at 8192x8192x4096; ``benchmarks/memory_by_stage.py``, issue 15).  Taking
+them from one table makes equal values one object; values never change.
 """
 
 from __future__ import annotations

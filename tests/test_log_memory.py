@@ -61,3 +61,22 @@ def test_a_barriers_uses_are_one_object_a_value_in_the_schedule():
     assert _objects_per_value(getattr(op, "use", None) for op in ops) == 1.0
     fills = [op.bytes for op in ops if type(op).__name__ == "ArriveExpectTx"]
     assert len(fills) > 1 and len({id(b) for b in fills}) == 1  # one CTA: one announced size
+
+
+def test_accesses_observed_by_the_same_waits_share_their_observations():
+    # the races checker's index: a stage's A and B loads are observed by the same four warps' waits
+    from protosim.checkers.races import Knowledge
+    from protosim.engine.log import EventLog
+    from protosim.engine.order import ordered_after
+
+    _, events = _v6_log()
+    log = EventLog()
+    log.events.extend(events)
+    observed = Knowledge(log).observed
+    assert len({id(v) for v in observed.values()}) == len(set(observed.values())) < len(observed)
+    flat = next(v for v in observed.values() if len(v) >= 4)
+    warp, at = flat[0], flat[1]
+    clock = [0] * 8
+    assert not ordered_after(flat, tuple(clock))
+    clock[warp] = at
+    assert ordered_after(flat, tuple(clock))  # the pair (warp, at) read as one observation

@@ -38,21 +38,31 @@ RAW, WAR = "raw_race", "war_race"
 class Knowledge:
     """Which warps learnt (at which clock) that an access completed.
 
-    ``observed``: access seq -> [(warp, clock value)] from ``observe`` events and the
-    seqs a wait's phase carried.  ``prefixes``: (cta, MMA-issuing thread) -> per observing
-    warp, the prefixes "all MMA accesses with seq <= S" it learnt, sorted by S, with the
-    suffix minimum of the clock value (the cheapest observation covering a given seq)."""
+    ``observed``: access seq -> its (warp, clock value) observations laid flat -- warp,
+    value, warp, value ... (:func:`~protosim.engine.order.ordered_after`) -- from ``observe``
+    events and the seqs a wait's phase carried.  ``prefixes``: (cta, MMA-issuing thread) ->
+    per observing warp, the prefixes "all MMA accesses with seq <= S" it learnt, sorted by S,
+    with the suffix minimum of the clock value (the cheapest observation covering a given seq)."""
 
     def __init__(self, log) -> None:
-        self.observed: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        observed: dict[int, list[int]] = defaultdict(list)
         raw: dict[tuple[int, str], dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-        observed = self.observed
         for kind in ("observe", "wait"):  # a wait observes what its phase carried
             for e in log.of_kind(kind):
                 if e.seqs:
                     pair = (e.warp, e.at)
                     for seq in e.seqs:
-                        observed[seq].append(pair)
+                        observed[seq] += pair
+        # Each seq's observations as a tuple, equal ones one object: the seqs a phase carries
+        # (a stage's A and B loads) are observed by the same waits.  A tuple of pairs a seq
+        # was most of the checkers' memory (8192x8192x4096 on b200: ~150 MB of the log's index
+        # and this; benchmarks/memory_by_stage.py, issue 15).
+        same: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.observed: dict[int, tuple[int, ...]] = {}
+        for seq, flat in observed.items():
+            flat = tuple(flat)
+            self.observed[seq] = same.setdefault(flat, flat)
+        del observed, same
         for e in log.of_kind("wait"):  # and, after a tcgen05.commit, its thread's MMA prefix
             for thread, upto in e.upto:
                 raw[thread_key(e.cta, thread)][e.warp].append((upto, e.at))

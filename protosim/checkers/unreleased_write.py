@@ -39,11 +39,11 @@ def check(result) -> list[Finding]:
     log = result.log
     space = {b.name: b.space for b in result.schedule.buffers}
     parts_of = {b.name: b.parts for b in result.schedule.buffers}
-    lane_known: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    lane_known: dict[int, list[int]] = defaultdict(list)  # seq -> (warp, clock value) pairs laid flat (ordered_after)
     for e in log.of_kind("lane_release"):
         pair = (e.warp, e.at)
         for seq in e.seqs:
-            lane_known[seq].append(pair)
+            lane_known[seq] += pair
     lane_writes: set[int] = set()
     slots: set[tuple] = set()  # (cta, buffer, stage) with a lane write: only these streams matter
     for e in log.of_kind("access"):
@@ -57,7 +57,7 @@ def check(result) -> list[Finding]:
             pair = (e.warp, e.at)
             for seq in e.seqs:
                 if seq in lane_writes:
-                    lane_known[seq].append(pair)
+                    lane_known[seq] += pair
     carried_by: dict[int, list] = defaultdict(list)  # lane-write seq -> single-lane arrives that left it out
     for e in log.of_kind("arrive"):
         if e.unreleased is not ABSENT:

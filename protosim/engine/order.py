@@ -37,6 +37,8 @@ conflicting pair was ordered; nothing here judges.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 Clock = list[int]
 
 
@@ -60,11 +62,14 @@ def joined(a: Clock | tuple[int, ...] | None, b: Clock | tuple[int, ...]) -> lis
     return list(map(max, a, b))
 
 
-def ordered_after(observations: list[tuple[int, int]] | None, clock: tuple[int, ...]) -> bool:
-    """Is an access with these completion ``observations`` (warp, clock value) known
-    to a warp whose clock is ``clock``?  True iff some observation is in its past."""
+def ordered_after(observations: Sequence[int] | None, clock: tuple[int, ...]) -> bool:
+    """Is an access with these completion ``observations`` known to a warp whose clock is
+    ``clock``?  True iff some observation is in its past.  ``observations``: (warp, clock
+    value) pairs laid flat -- warp, value, warp, value ... (no tuple a pair: the checkers
+    keep one such sequence an access)."""
     if observations:
-        for g, c in observations:  # a loop, not any(<generator>): the races checker asks this per access pair
+        pairs = iter(observations)
+        for g, c in zip(pairs, pairs):  # a loop, not any(<generator>): the races checker asks this per access pair
             if clock[g] >= c:
                 return True
     return False

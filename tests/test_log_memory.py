@@ -25,9 +25,11 @@ def _objects_per_value(values) -> float:
 
 
 def test_the_table_gives_one_object_a_value_however_far_it_grows():
-    n = len(indices(0))
-    big = shared(3 * n + 5)  # past the table: it grows
-    assert big == 3 * n + 5 and shared(3 * n + 5) is big
+    from protosim.ints import LIMIT
+
+    value = min(3 * len(indices(0)) + 5, LIMIT - 1)  # past the table (unless it is full): it grows
+    big = shared(value)
+    assert big == value and shared(value) is big
     assert indices(10)[:10] == list(range(10))
     assert shared(300) is indices(301)[300]
 
@@ -80,3 +82,13 @@ def test_accesses_observed_by_the_same_waits_share_their_observations():
     assert not ordered_after(flat, tuple(clock))
     clock[warp] = at
     assert ordered_after(flat, tuple(clock))  # the pair (warp, at) read as one observation
+
+
+def test_the_table_stops_at_its_limit_and_passes_larger_values_through():
+    from protosim import ints
+
+    huge = 10 ** 12  # a use a hand-built PipelineState could ask for: no table that large
+    assert ints.shared(huge) == huge and len(ints.indices(0)) <= ints.LIMIT
+    assert ints.shared(-3) == -3
+    assert list(ints.indices(ints.LIMIT + 2))[-1] == ints.LIMIT + 1
+    assert len(ints.indices(0)) <= ints.LIMIT

@@ -149,8 +149,12 @@ def main() -> int:
     ap.add_argument("--no-record", action="store_true", help=f"do not append to {RECORD.relative_to(ROOT)}")
     ap.add_argument("--note", default="", help="a note stored with the record")
     args = ap.parse_args()
+    from protosim.arch import available
     from protosim.builders import BUILDERS
+    from protosim.config import ConfigError, GemmConfig
 
+    if args.arch not in available():
+        ap.error(f"--arch {args.arch}: one of {', '.join(available())}")
     if args.step not in BUILDERS:
         ap.error(f"--step {args.step}: one of {', '.join(sorted(BUILDERS))}")
     try:
@@ -159,6 +163,10 @@ def main() -> int:
             raise ValueError
     except ValueError:
         ap.error(f"--shape {args.shape!r}: give M,N,K, three positive integers")
+    try:
+        GemmConfig(M=shape[0], N=shape[1], K=shape[2], arch=args.arch).validate()
+    except ConfigError as e:
+        ap.error(f"--shape {args.shape}: {e}")
     out = measure(args.step, args.arch, shape, sizes=not args.no_sizes)
     commit = _git("rev-parse", "HEAD")
     record = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit,

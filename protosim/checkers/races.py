@@ -54,9 +54,9 @@ class Knowledge:
                     for seq in e.seqs:
                         observed[seq] += pair
         # Each seq's observations as a tuple, equal ones one object: the seqs a phase carries
-        # (a stage's A and B loads) are observed by the same waits.  A tuple of pairs a seq
-        # was most of the checkers' memory (8192x8192x4096 on b200: ~150 MB of the log's index
-        # and this; benchmarks/memory_by_stage.py, issue 15).
+        # (a stage's A and B loads) are observed by the same waits.  A list of pair tuples a
+        # seq was the checkers' largest structure (b200 4096^2 x 2048: 18.5 MB, 4.8 MB this way;
+        # the judge's peak at 8192x8192x4096 2,063 -> 1,954 MB; benchmarks/memory_by_stage.py).
         same: dict[tuple[int, ...], tuple[int, ...]] = {}
         self.observed: dict[int, tuple[int, ...]] = {}
         for seq, flat in observed.items():

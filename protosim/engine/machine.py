@@ -36,7 +36,6 @@ import simpy
 from protosim.arch import ArchProfile, load_profile
 from protosim.engine import resolve
 from protosim.engine.environment import ReplayEnvironment
-from protosim.ints import indices
 from protosim.engine.issue import stretched, subpartition
 from protosim.engine.log import ABSENT, AccessEvent, EventLog, ObserveEvent
 from protosim.engine.perturb import Perturbation, Perturber
@@ -44,6 +43,7 @@ from protosim.engine.resources import LatencyTables, MemorySystem, SmUnits, l2_r
 from protosim.engine.result import Blocked, RunResult, Trap, UnitStats, merged_spans
 from protosim.engine.state import CtaState, WarpState
 from protosim.engine.units import UNITS, MBarrierUnit, SyncUnit, Unit
+from protosim.ints import indices
 from protosim.gcpause import gc_paused
 from protosim.ir import Access, CtaProgram, Op, Schedule
 from protosim.ptx.mbarrier import MBarrierState

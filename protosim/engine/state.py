@@ -18,9 +18,9 @@ from typing import Any
 
 import simpy
 
-from protosim.ints import shared
 from protosim.engine.order import fresh, joined
 from protosim.engine.resources import SmUnits
+from protosim.ints import shared
 from protosim.ir import CtaProgram, Schedule
 from protosim.ptx.mbarrier import MBarrierState
 

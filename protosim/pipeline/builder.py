@@ -129,9 +129,8 @@ class Role:
         if unknown:
             raise TypeError(f"{self.name}: {cls.__name__}: unknown keyword(s) {sorted(unknown)}; tags are {_TAGS}")
         merged = {**self.builder._tags, "issuer": issuer, **tags}
-        use = fields.get("use")
-        if type(use) is int and use > 256:  # every op of a full chip names its use: one int a value
-            fields["use"] = shared(use)
+        if type(fields.get("use")) is int:  # every op of a full chip names its use: one int a value
+            fields["use"] = shared(fields["use"])
         self.builder._append(self.name, cls(**merged, **fields))
 
     # -- barriers -------------------------------------------------------------

@@ -136,7 +136,7 @@ class Pipeline:
         producer starts at :meth:`PipelineState.producer_start`."""
         barrier = self._empty(state)
         use = self.produced.take(barrier) - 1
-        use = shared(use) if use >= 0 else use
+        use = shared(use)  # (-1, a fresh barrier's phase before the first: itself)
         self._producer(Wait(barrier=barrier, parity=state.phase if parity is None else parity, use=use,
                             issuer=issuer, **tags))
         return use

@@ -15,11 +15,11 @@ import simpy
 
 from protosim.engine import resolve
 from protosim.engine.environment import WaiterWakeup
-from protosim.ints import shared
 from protosim.engine.log import ABSENT, ArriveEvent, ExpectTxEvent, PhaseEvent, WaitEvent
 from protosim.engine.order import join_into
 from protosim.engine.state import THREADS, BarrierCell, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
+from protosim.ints import shared
 from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, MbarInval, Op, Wait
 from protosim.ptx import mbarrier as mb
 

@@ -42,11 +42,13 @@ census: $(VENV)/.installed
 	$(PY) -m tests.fuzz.census --examples 150 --seed 0 --json results/fuzz/census.json --txt results/fuzz/census.txt
 
 # Issue 15's table (full chip h200/b200, 8192x8192x4096 b200, cold run, verdicts/s, sweep 1/2/N
-# workers, peak memory per row; appends to results/bench/bench.jsonl), then TIRx extraction.
+# workers, peak memory per row; appends to results/bench/bench.jsonl), then TIRx extraction, then
+# where the full chip's memory goes stage by stage (appends to results/bench/memory.jsonl).
 # BENCH_ARGS=--quick skips the two slow b200 rows.
 bench: $(VENV)/.installed-kernels
 	$(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(PY) benchmarks/bench_tirx.py $(BENCH_ARGS)
+	$(PY) benchmarks/memory_by_stage.py
 
 kernels: $(VENV)/.installed-kernels
 	$(PY) -m kernels.toolchain.build --plan silicon --bundle .gpu

@@ -143,8 +143,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", default="h200", help="architecture profile (default h200)")
     ap.add_argument("--shape", default="4096,4096,4096", help="M,N,K (default 4096,4096,4096: the full chip)")
-    ap.add_argument("--step", default="hgemm_v6", help="builder (default hgemm_v6)")
-    ap.add_argument("--no-sizes", action="store_true", help="skip the per-kind sizes of the log (a minute at 4096^3)")
+    ap.add_argument("--step", default="hgemm_v6", help="a GEMM builder, hgemm_v1 .. hgemm_v9 or hgemm_ws (default hgemm_v6)")
+    ap.add_argument("--no-sizes", action="store_true", help="skip the per-kind sizes of the log (~20 s at 4096^3)")
     ap.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
     ap.add_argument("--no-record", action="store_true", help=f"do not append to {RECORD.relative_to(ROOT)}")
     ap.add_argument("--note", default="", help="a note stored with the record")
@@ -155,8 +155,9 @@ def main() -> int:
 
     if args.arch not in available():
         ap.error(f"--arch {args.arch}: one of {', '.join(available())}")
-    if args.step not in BUILDERS:
-        ap.error(f"--step {args.step}: one of {', '.join(sorted(BUILDERS))}")
+    gemm_steps = sorted(name for name in BUILDERS if name.startswith("hgemm_"))  # the builders of a GemmConfig
+    if args.step not in gemm_steps:
+        ap.error(f"--step {args.step}: one of {', '.join(gemm_steps)}")
     try:
         shape = tuple(int(x) for x in args.shape.split(","))
         if len(shape) != 3 or min(shape) < 1:
@@ -165,9 +166,9 @@ def main() -> int:
         ap.error(f"--shape {args.shape!r}: give M,N,K, three positive integers")
     try:
         GemmConfig(M=shape[0], N=shape[1], K=shape[2], arch=args.arch).validate()
-    except ConfigError as e:
-        ap.error(f"--shape {args.shape}: {e}")
-    out = measure(args.step, args.arch, shape, sizes=not args.no_sizes)
+        out = measure(args.step, args.arch, shape, sizes=not args.no_sizes)
+    except ConfigError as e:  # the shape, or a step the arch lacks (hgemm_v7-9 are sm_100a kernels)
+        ap.error(f"--step {args.step} --arch {args.arch} --shape {args.shape}: {e}")
     commit = _git("rev-parse", "HEAD")
     record = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit,
               "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),

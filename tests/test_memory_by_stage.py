@@ -1,0 +1,37 @@
+"""benchmarks/memory_by_stage.py: its record adds up, and bad input is one usage line (exit 2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "memory_by_stage.py"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--no-record", *args], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+
+
+def test_the_record_has_every_stage_and_the_log_by_kind_adds_up():
+    done = _run("--shape", "256,256,512", "--json")
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert [s["stage"] for s in record["stages"]] == ["imports", "schedule built", "replayed", "checked"]
+    events = int(record["stages"][2]["detail"].split()[0].replace(",", ""))
+    assert events > 0 and sum(k["events"] for k in record["kinds"]) == events
+    for k in record["kinds"]:
+        # a tuple a record holds a header and a reference a field; columns hold the fields alone
+        assert 0 < k["column_bytes"] < k["row_bytes"], k
+
+
+def test_bad_input_is_one_usage_line():
+    for args in (["--arch", "nope"], ["--shape", "100,100,100"], ["--shape", "1,2"], ["--step", "triton_pipeline"],
+                 ["--step", "hgemm_v9", "--shape", "256,256,256"]):
+        done = _run(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr.strip().splitlines()[-1].startswith("memory_by_stage.py: error: "), (args, done.stderr)
+        assert "Traceback" not in done.stderr

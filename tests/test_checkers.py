@@ -11,6 +11,7 @@ from protosim import checkers
 from protosim.arch import interpolate, load_profile
 from protosim.ir import (
     Access,
+    Arrive,
     ArriveExpectTx,
     BufferDecl,
     CtaSync,
@@ -40,6 +41,26 @@ def on_b200(*ops) -> object:
 def mma(content="A0", tile=(0, 0)):
     return Mma(m=128, n=128, k_elems=64, reads=(Access("A", 0, content),), writes=(Access("acc", 0, "c"),),
                issuer="one", tile=tile)
+
+
+def test_wrong_parity_is_a_wait_that_ran_in_its_own_role():
+    """An op index names an op within its role: role b's wait at index 4 returning says
+    nothing of role a's op 4, a wrong-parity wait a never reaches (it hangs at op 1)."""
+    a = [CtaSync(), Wait(barrier="never", parity=0, use=0), CtaSync(), CtaSync(),
+         Wait(barrier="bar", parity=1, use=0)]
+    b = [MbarInit(barrier="bar", issuer="one"), MbarInit(barrier="never", issuer="one"), CtaSync(),
+         Arrive(barrier="bar", use=0, issuer="one"), Wait(barrier="bar", parity=0, use=0)]
+    schedule = hand_schedule(("a", 1, a), ("b", 1, b), barriers=(("bar", 1), ("never", 1)))
+    verdict, _ = judge(schedule)
+    assert "deadlock" in verdict.kinds()
+    assert "wrong_parity" not in verdict.kinds()
+    # the same wait in role b, where it runs, is reported, at the cycle it returned
+    b_bad = [*b[:4], Wait(barrier="bar", parity=0, use=1)]  # phase 1 named by phase 0's parity: returns at once
+    verdict, result = judge(hand_schedule(("a", 1, a[:1]), ("b", 1, b_bad), barriers=(("bar", 1), ("never", 1))))
+    found = [f for f in verdict.findings if f.kind == "wrong_parity"]
+    returned = [e.t for e in result.log.of_kind("wait") if e.who == "b.w0" and e.op == 4]
+    assert len(found) == 1 and found[0].who == "b" and found[0].op == 4
+    assert returned and found[0].cycle == min(returned)
 
 
 def test_correct_seed_configs_have_no_findings(small_seed_configs):

@@ -18,18 +18,25 @@ KIND = "wrong_parity"
 
 
 def check(result) -> list[Finding]:
-    executed = {(e.cta, e.op) for e in result.log.of_kind("wait")}
-    executed |= {(b.cta, b.op) for b in result.blocked}
+    # Where each (CTA, role, op) wait first returned; an op index names an op within its role,
+    # so the role is part of the key (a wait of another role at the same index is another op).
+    # One pass over the log: a lookup per bad barrier was O(bad barriers x waits).
+    first: dict[tuple[int, str, int], float] = {}
+    for e in result.log.of_kind("wait"):
+        key = (e.cta, _role(e.who), e.op)
+        if key not in first or e.t < first[key]:
+            first[key] = e.t
+    executed = set(first) | {(b.cta, _role(b.who), b.op) for b in result.blocked}
     bad_waits: dict[tuple[int, str], list] = {}
     for cta in result.schedule.ctas:
         for role, ops in zip(result.schedule.roles, cta.roles, strict=True):
             for i, op in enumerate(ops):
-                if isinstance(op, Wait) and op.parity != op.use % 2 and (cta.index, i) in executed:
+                if isinstance(op, Wait) and op.parity != op.use % 2 and (cta.index, role.name, i) in executed:
                     bad_waits.setdefault((cta.index, op.barrier), []).append((role.name, i, op))
     findings = []
     for (cta, barrier), bad in bad_waits.items():
         role, i, op = bad[0]
-        when = min((e.t for e in result.log.of_kind("wait") if e.cta == cta and e.op == i), default=0.0)
+        when = first.get((cta, role, i), 0.0)
         findings.append(Finding(
             KIND, cta, role, i, when,
             f"CTA {cta}: {role} op #{i} waits on {barrier} for phase {op.use} (parity {op.use % 2}) but passes "
@@ -39,3 +46,8 @@ def check(result) -> list[Finding]:
             {"barrier": barrier, "use": op.use, "parity": op.parity, "count": len(bad), "tile": op.tile, "k": op.k},
         ))
     return findings
+
+
+def _role(who: str) -> str:
+    """The role of a warp's name (``mma.w1`` -> ``mma``)."""
+    return who.rpartition(".w")[0]

@@ -15,6 +15,7 @@ from protosim.ir import (
     ArriveExpectTx,
     BufferDecl,
     CtaSync,
+    Fence,
     MbarInit,
     Mma,
     TmaLoad,
@@ -61,6 +62,28 @@ def test_wrong_parity_is_a_wait_that_ran_in_its_own_role():
     returned = [e.t for e in result.log.of_kind("wait") if e.who == "b.w0" and e.op == 4]
     assert len(found) == 1 and found[0].who == "b" and found[0].op == 4
     assert returned and found[0].cycle == min(returned)
+
+
+def test_overissue_counts_the_issuers_of_one_role_op():
+    """Role a's op 2 is a TMA load each of its two warps issues; role b's op 2 a correct
+    one-thread load of the same tile: one finding, a's, naming a's two warps only."""
+    tma = dict(barrier="bar", use=0, bytes=16384, dst=Access("A", 0, "A0"), tile=(0, 0), k=0)
+    a = [MbarInit(barrier="bar", issuer="one"), CtaSync(), TmaLoad(**tma, issuer="each_warp")]
+    b = [Fence(), CtaSync(), TmaLoad(**tma, issuer="one")]
+    verdict, _ = judge(hand_schedule(("a", 2, a), ("b", 1, b), buffers=BUFS[:1]))
+    found = [f for f in verdict.findings if f.kind == "overissue"]
+    assert [(f.op, f.evidence["threads"], f.evidence["issuers"]) for f in found] == [(2, 2, ["a.w0", "a.w1"])]
+
+
+def test_early_return_groups_the_warps_of_one_role_op():
+    """Roles a and b each wait at their op 2 on phase 1 of the barrier with phase 0's parity
+    (returning at once): two ops, two findings, each naming its own role's warps."""
+    early = Wait(barrier="bar", parity=0, use=1)
+    a = [MbarInit(barrier="bar", issuer="one"), CtaSync(), Arrive(barrier="bar", use=0, issuer="one"), early]
+    b = [Fence(), CtaSync(), Fence(), early]
+    verdict, _ = judge(hand_schedule(("a", 2, a), ("b", 1, b), barriers=(("bar", 1),)))
+    found = sorted((f.who, f.op, tuple(f.evidence["warps"])) for f in verdict.findings if f.kind == "early_return")
+    assert [w for _, _, w in found] == [("a.w0", "a.w1"), ("b.w0",)], found
 
 
 def test_correct_seed_configs_have_no_findings(small_seed_configs):

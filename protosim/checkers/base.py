@@ -126,6 +126,12 @@ def where(e: Event) -> str:
     return "" if owner is ABSENT or owner == e.cta else f"CTA {owner}'s "
 
 
+def role_of(who: str) -> str:
+    """The role of a warp's name (``mma.w1`` -> ``mma``).  An event's ``op`` is an index in
+    its role's program: ops of two roles with the same index are different ops."""
+    return who.rpartition(".w")[0]
+
+
 def cyc(t: float) -> str:
     return f"{t:,.0f}"
 

@@ -4,12 +4,12 @@ A ``Wait`` carries the phase it logically waits for (``use``).  It returned
 early when, at the moment it succeeded, fewer than ``use + 1`` phases had
 completed: its parity matched an *older* phase of the same parity (PTX
 ``try_wait.parity`` cannot tell which).  Waits of several warps at the same op
-and phase are reported once, listing the warps.
+(a role's op index) and phase are reported once, listing the warps.
 """
 
 from __future__ import annotations
 
-from protosim.checkers.base import Finding, cyc, describe_producer, phase_times, producers
+from protosim.checkers.base import Finding, cyc, describe_producer, phase_times, producers, role_of
 
 KIND = "early_return"
 
@@ -22,9 +22,9 @@ def check(result) -> list[Finding]:
     done_at = phase_times(log.of_kind("phase"))
     grouped: dict[tuple, list] = {}
     for e in waits:
-        grouped.setdefault((e.cta, e.op, e.data["barrier"], e.data["use"]), []).append(e)
+        grouped.setdefault((e.cta, role_of(e.who), e.op, e.barrier, e.use), []).append(e)
     findings = []
-    for (cta, op, barrier, use), events in grouped.items():
+    for (cta, _role, op, barrier, use), events in grouped.items():
         first = min(events, key=lambda e: e.t)
         d = first.data
         satisfied_by = d["completed_return"] - 1

@@ -11,7 +11,7 @@ bite.  One finding per CTA and barrier (with a count), not per iteration.
 
 from __future__ import annotations
 
-from protosim.checkers.base import Finding, cyc
+from protosim.checkers.base import Finding, cyc, role_of
 from protosim.ir import Wait
 
 KIND = "wrong_parity"
@@ -23,10 +23,10 @@ def check(result) -> list[Finding]:
     # One pass over the log: a lookup per bad barrier was O(bad barriers x waits).
     first: dict[tuple[int, str, int], float] = {}
     for e in result.log.of_kind("wait"):
-        key = (e.cta, _role(e.who), e.op)
+        key = (e.cta, role_of(e.who), e.op)
         if key not in first or e.t < first[key]:
             first[key] = e.t
-    executed = set(first) | {(b.cta, _role(b.who), b.op) for b in result.blocked}
+    executed = set(first) | {(b.cta, role_of(b.who), b.op) for b in result.blocked}
     bad_waits: dict[tuple[int, str], list] = {}
     for cta in result.schedule.ctas:
         for role, ops in zip(result.schedule.roles, cta.roles, strict=True):
@@ -47,7 +47,3 @@ def check(result) -> list[Finding]:
         ))
     return findings
 
-
-def _role(who: str) -> str:
-    """The role of a warp's name (``mma.w1`` -> ``mma``)."""
-    return who.rpartition(".w")[0]

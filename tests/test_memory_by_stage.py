@@ -24,8 +24,16 @@ def test_the_record_has_every_stage_and_the_log_by_kind_adds_up():
     events = int(record["stages"][2]["detail"].split()[0].replace(",", ""))
     assert events > 0 and sum(k["events"] for k in record["kinds"]) == events
     for k in record["kinds"]:
-        # a tuple a record holds a header and a reference a field; columns hold the fields alone
-        assert 0 < k["column_bytes"] < k["row_bytes"], k
+        # a tuple a record holds a header and a reference a field; typed columns the values alone
+        # (the script rebuilds the records from them and fails if they differ from the log's)
+        assert 0 < k["typed_column_bytes"] < k["row_bytes"], k
+        assert k["encode_us_per_event"] > 0 and k["rebuild_us_per_event"] > 0, k
+    reads = {k["kind"]: k["checker_reads"] for k in record["kinds"]}
+    assert reads["wait"] >= 2 * events_of(record, "wait") and reads["access"] >= events_of(record, "access"), reads
+
+
+def events_of(record: dict, kind: str) -> int:
+    return next(k["events"] for k in record["kinds"] if k["kind"] == kind)
 
 
 def test_bad_input_is_one_usage_line():

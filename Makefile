@@ -49,6 +49,7 @@ bench: $(VENV)/.installed-kernels
 	$(PY) benchmarks/bench.py $(BENCH_ARGS)
 	$(PY) benchmarks/bench_tirx.py $(BENCH_ARGS)
 	$(PY) benchmarks/memory_by_stage.py
+	$(PY) benchmarks/lockstep_share.py
 
 kernels: $(VENV)/.installed-kernels
 	$(PY) -m kernels.toolchain.build --plan silicon --bundle .gpu

@@ -25,7 +25,6 @@ versions, the rows).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections import defaultdict
@@ -34,8 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench import _git, machine, versions  # noqa: E402
-from benchmarks.gemm_args import add_gemm_args, with_gemm_config  # noqa: E402
+from benchmarks.script_args import add_gemm_args, add_record_args, print_and_record, with_gemm_config  # noqa: E402
 
 RECORD = ROOT / "results" / "bench" / "lockstep.jsonl"
 
@@ -140,9 +138,7 @@ def report(rows: list[dict]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_gemm_args(ap, shape="2048,2048,1024", what="a full wave of 128x128 tiles on h200")
-    ap.add_argument("--json", action="store_true", help="print the record as JSON instead of a table")
-    ap.add_argument("--no-record", action="store_true", help=f"do not append to {RECORD.relative_to(ROOT)}")
-    ap.add_argument("--note", default="", help="a note stored with the record")
+    add_record_args(ap, RECORD)
     args = ap.parse_args()
     one = any(f"--{flag}" in arg for arg in sys.argv[1:] for flag in ("arch", "shape", "step"))
     if one:
@@ -152,15 +148,7 @@ def main() -> int:
         for step, arch, shape in CONFIGS:
             print(f"  ... {step} {arch} {'x'.join(map(str, shape))}", file=sys.stderr, flush=True)
             rows.append(measure(step, arch, shape))
-    record = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": _git("rev-parse", "HEAD"),
-              "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-              "machine": machine(), "versions": versions(), "note": args.note, "rows": rows}
-    print(json.dumps(record, indent=1) if args.json else report(rows))
-    if not args.no_record:
-        RECORD.parent.mkdir(parents=True, exist_ok=True)
-        with RECORD.open("a") as f:
-            f.write(json.dumps(record) + "\n")
-        print(f"(appended to {RECORD.relative_to(ROOT)})", file=sys.stderr)
+    print_and_record(args, RECORD, {"rows": rows}, report(rows))
     return 0
 
 

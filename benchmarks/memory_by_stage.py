@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import resource
 import sys
 import time
@@ -36,8 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench import _git, machine, versions  # noqa: E402
-from benchmarks.gemm_args import add_gemm_args, with_gemm_config  # noqa: E402
+from benchmarks.script_args import add_gemm_args, add_record_args, print_and_record, with_gemm_config  # noqa: E402
 
 RECORD = ROOT / "results" / "bench" / "memory.jsonl"
 MB = 1024 * 1024
@@ -236,21 +234,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_gemm_args(ap)
     ap.add_argument("--no-sizes", action="store_true", help="skip the per-kind sizes and typed columns of the log (~1 min at 4096^3)")
-    ap.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
-    ap.add_argument("--no-record", action="store_true", help=f"do not append to {RECORD.relative_to(ROOT)}")
-    ap.add_argument("--note", default="", help="a note stored with the record")
+    add_record_args(ap, RECORD)
     args = ap.parse_args()
     out = with_gemm_config(ap, args, lambda step, arch, shape: measure(step, arch, shape, sizes=not args.no_sizes))
-    commit = _git("rev-parse", "HEAD")
-    record = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": commit,
-              "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-              "machine": machine(), "versions": versions(), "note": args.note, **out}
-    print(json.dumps(record, indent=1) if args.json else report(out))
-    if not args.no_record:
-        RECORD.parent.mkdir(parents=True, exist_ok=True)
-        with RECORD.open("a") as f:
-            f.write(json.dumps(record) + "\n")
-        print(f"(appended to {RECORD.relative_to(ROOT)})", file=sys.stderr)
+    print_and_record(args, RECORD, out, report(out))
     return 0
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import settings
 
@@ -23,6 +27,13 @@ from protosim.ir import (
 # (2026-12-01).  Speed belongs in benchmarks/.  Tests that set their own settings keep them.
 settings.register_profile("protosim", deadline=None)
 settings.load_profile("protosim")
+
+
+def run_benchmark(script: str, *args: str) -> subprocess.CompletedProcess:
+    """``python benchmarks/<script> --no-record ARGS`` from the repository root (its output captured)."""
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, str(root / "benchmarks" / script), "--no-record", *args],
+                          capture_output=True, text=True, timeout=120, cwd=root)
 
 
 def build(builder: str, **config) -> Schedule:
@@ -55,4 +66,4 @@ def small_seed_configs():
     return [(b, dict(cfg, arch=arch)) for b, cfg in cases for arch in ("b200", "h200")]
 
 
-__all__ = ["build", "hand_schedule", "Access", "Arrive", "BufferDecl"]
+__all__ = ["build", "hand_schedule", "run_benchmark", "Access", "Arrive", "BufferDecl"]

@@ -4,17 +4,12 @@ one usage line (exit 2)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "lockstep_share.py"
+from conftest import run_benchmark
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), "--no-record", *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+def _run(*args: str):
+    return run_benchmark("lockstep_share.py", *args)
 
 
 def test_one_config_counts_its_followers():

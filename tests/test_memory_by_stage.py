@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "memory_by_stage.py"
+from conftest import run_benchmark
 
 
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), "--no-record", *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+def _run(*args: str):
+    return run_benchmark("memory_by_stage.py", *args)
 
 
 def test_the_record_has_every_stage_and_the_log_by_kind_adds_up():

@@ -1,11 +1,18 @@
-"""``--arch`` / ``--shape`` / ``--step`` for the benchmarks that take one GEMM config apart
-(memory_by_stage.py, lockstep_share.py): the same flags, defaults and usage errors."""
+"""What the benchmarks that take one GEMM config apart (memory_by_stage.py, lockstep_share.py)
+share: ``--arch`` / ``--shape`` / ``--step`` with their defaults and usage errors, and
+``--json`` / ``--no-record`` / ``--note`` with the record each run appends to results/bench/."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
+
+from benchmarks.bench import ROOT, _git, machine, versions
 
 T = TypeVar("T")
 
@@ -41,3 +48,24 @@ def with_gemm_config(ap: argparse.ArgumentParser, args: argparse.Namespace,
         return work(args.step, args.arch, shape)
     except ConfigError as e:  # the shape, or a step the arch lacks (hgemm_v7-9 are sm_100a kernels)
         ap.error(f"--step {args.step} --arch {args.arch} --shape {args.shape}: {e}")
+
+
+def add_record_args(ap: argparse.ArgumentParser, record: Path) -> None:
+    ap.add_argument("--json", action="store_true", help="print the record as JSON instead of tables")
+    ap.add_argument("--no-record", action="store_true", help=f"do not append to {record.relative_to(ROOT)}")
+    ap.add_argument("--note", default="", help="a note stored with the record")
+
+
+def print_and_record(args: argparse.Namespace, record: Path, fields: dict, text: str) -> None:
+    """Print the run (``text``, or the record as JSON with ``--json``) and append its record --
+    date, commit, whether the tree had uncommitted changes, machine, versions, note, ``fields``
+    -- to ``record`` unless ``--no-record``."""
+    out = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "commit": _git("rev-parse", "HEAD"),
+           "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+           "machine": machine(), "versions": versions(), "note": args.note, **fields}
+    print(json.dumps(out, indent=1) if args.json else text)
+    if not args.no_record:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        with record.open("a") as f:
+            f.write(json.dumps(out) + "\n")
+        print(f"(appended to {record.relative_to(ROOT)})", file=sys.stderr)

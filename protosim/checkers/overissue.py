@@ -19,14 +19,15 @@ def check(result) -> list[Finding]:
     issues = result.log.of_kind("issue")
     # An op that can over-issue shows it in at least one event: a thread count above one,
     # or an issuer other than the role's first warp.  Only those ops are grouped.
-    suspects = {(e.cta, role_of(e.who), e.op) for e in issues
+    roles = {who: role_of(who) for who in {e.who for e in issues}}
+    suspects = {(e.cta, roles[e.who], e.op) for e in issues
                 if e.what in SINGLE_ISSUER and (e.threads > 1 or not e.who.endswith(".w0"))}
     counts: dict[tuple, list] = {}
     if not suspects:
         return []
     for e in issues:
-        if e.what in SINGLE_ISSUER and (e.cta, role_of(e.who), e.op) in suspects:
-            counts.setdefault((e.cta, role_of(e.who), e.op, e.tile, e.k), []).append(e)
+        if e.what in SINGLE_ISSUER and (e.cta, roles[e.who], e.op) in suspects:
+            counts.setdefault((e.cta, roles[e.who], e.op, e.tile, e.k), []).append(e)
     findings = []
     reported: set[tuple] = set()
     for (cta, role, op, tile, k), events in counts.items():

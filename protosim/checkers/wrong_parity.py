@@ -22,8 +22,12 @@ def check(result) -> list[Finding]:
     # so the role is part of the key (a wait of another role at the same index is another op).
     # One pass over the log: a lookup per bad barrier was O(bad barriers x waits).
     first: dict[tuple[int, str, int], float] = {}
+    roles: dict[str, str] = {}  # a warp's name -> its role (a few names, half a million waits)
     for e in result.log.of_kind("wait"):
-        key = (e.cta, role_of(e.who), e.op)
+        role = roles.get(e.who)
+        if role is None:
+            role = roles[e.who] = role_of(e.who)
+        key = (e.cta, role, e.op)
         if key not in first or e.t < first[key]:
             first[key] = e.t
     executed = set(first) | {(b.cta, role_of(b.who), b.op) for b in result.blocked}
@@ -46,4 +50,3 @@ def check(result) -> list[Finding]:
             {"barrier": barrier, "use": op.use, "parity": op.parity, "count": len(bad), "tile": op.tile, "k": op.k},
         ))
     return findings
-

@@ -76,7 +76,7 @@ def test_overissue_counts_the_issuers_of_one_role_op():
 
 
 def test_early_return_groups_the_warps_of_one_role_op():
-    """Roles a and b each wait at their op 2 on phase 1 of the barrier with phase 0's parity
+    """Roles a and b each wait at their op 3 on phase 1 of the barrier with phase 0's parity
     (returning at once): two ops, two findings, each naming its own role's warps."""
     early = Wait(barrier="bar", parity=0, use=1)
     a = [MbarInit(barrier="bar", issuer="one"), CtaSync(), Arrive(barrier="bar", use=0, issuer="one"), early]

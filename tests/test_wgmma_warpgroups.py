@@ -39,3 +39,27 @@ def test_a_late_warpgroup_does_not_hold_the_other():
     first, second = sorted(issues(r), key=lambda e: e.t)
     assert first.t < 100 and second.t >= late
     assert r.stats.stall["w"].get("wgmma_issue", 0.0) == pytest.approx(0.0)  # nobody waited at the rendezvous
+
+
+def test_the_warps_of_a_group_share_each_step_of_the_group_rules():
+    """ThreadGroups' memo: a warp taking the step another warp of its CTA just took from the
+    same value gets the same result object; another step, or the same step from another value,
+    is computed (exact: each result is the pure rule's)."""
+    from protosim.engine.units.groups import ThreadGroups
+    from protosim.ptx.groups import AsyncGroups
+
+    memo: dict = {}
+    w0, w1, other = ThreadGroups(memo), ThreadGroups(memo), ThreadGroups()
+    for g in (w0, w1, other):
+        g.issue(1)
+    assert w1.groups is w0.groups and w0.groups == AsyncGroups().issue(1) == other.groups
+    w0.issue(2)
+    w1.issue(3)  # another argument: its own result
+    assert w0.groups == AsyncGroups().issue(1).issue(2) and w1.groups == AsyncGroups().issue(1).issue(3)
+    w0.commit()
+    w1.commit()  # the same step from another value: computed, not w0's
+    assert w1.groups == AsyncGroups().issue(1).issue(3).commit() != w0.groups
+    assert not w0.satisfied(0, False) and w0.satisfied(1, False)
+    w0.complete(1, "done")
+    w0.complete(2, "done")
+    assert w0.satisfied(0, False) and not w1.satisfied(0, False)

@@ -22,34 +22,60 @@ if TYPE_CHECKING:
     from protosim.engine.machine import Machine
 
 
+_EMPTY = AsyncGroups()
+
+
 class ThreadGroups:
-    """One thread's async groups of one kind."""
+    """One thread's async groups of one kind.
 
-    __slots__ = ("groups", "waiters", "committed", "open", "known")
+    The group rules are pure functions of an immutable :class:`AsyncGroups` value, and the
+    warps of a warpgroup hold the same value and take the same steps one after another (every
+    warp of it tracks a wgmma; each commits and waits in turn): ``memo``, shared by a CTA's
+    threads of one table, keeps the last result of each rule, so the second to fourth warp
+    taking the step the first just took from the very same value reuse its result (the same
+    value, and the same object, which keeps them sharing).  Exact: a rule's result depends on
+    the value and the arguments alone."""
 
-    def __init__(self) -> None:
-        self.groups = AsyncGroups()
+    __slots__ = ("groups", "waiters", "committed", "open", "known", "memo")
+
+    def __init__(self, memo: dict | None = None) -> None:
+        self.groups = _EMPTY
         self.waiters: list[tuple[int, bool, simpy.Event]] = []
         self.committed: list[list[int]] = []
         self.open: list[int] = []
         self.known = 0
         """Committed groups whose completion this thread has already observed."""
+        self.memo: dict = {} if memo is None else memo
+        """Rule name -> (the value it was applied to, its arguments, its result)."""
+
+    def _step(self, rule: str, *args):
+        state = self.groups
+        last = self.memo.get(rule)
+        if last is not None and last[0] is state and last[1] == args:
+            return last[2]
+        out = getattr(state, rule)(*args)
+        self.memo[rule] = (state, args, out)
+        return out
+
+    def satisfied(self, n: int, read: bool) -> bool:
+        """Would ``wait_group{.read} n`` return now?"""
+        return self._step("wait_satisfied", n, read)
 
     def issue(self, op_id: int) -> None:
-        self.groups = self.groups.issue(op_id)
+        self.groups = self._step("issue", op_id)
         self.open.append(op_id)
 
     def commit(self) -> None:
-        self.groups = self.groups.commit()
+        self.groups = self._step("commit")
         self.committed.append(self.open)
         self.open = []
 
     def complete(self, op_id: int, stage: str) -> None:
         """Operation ``op_id`` reached ``stage`` (``read`` / ``done``): wake satisfied waiters."""
-        self.groups = self.groups.complete(op_id, stage)
+        self.groups = self._step("complete", op_id, stage)
         still = []
         for n, read, ev in self.waiters:
-            if self.groups.wait_satisfied(n, read):
+            if self.satisfied(n, read):
                 ev.succeed()
             else:
                 still.append((n, read, ev))
@@ -77,6 +103,8 @@ class GroupTable:
         self.after_known = after_known
         """Called with the ids a returning wait_group newly guaranteed (cp.async: lane writes)."""
         self.threads: dict[CtaState, dict[str, ThreadGroups]] = {}
+        self.memos: dict[CtaState, dict] = {}
+        """Each CTA's threads' shared memo of the group rules (:class:`ThreadGroups`)."""
         self.seqs: dict[int, tuple[int, ...]] = {}
         self._next = 0
 
@@ -90,11 +118,12 @@ class GroupTable:
             table = self.threads[cta] = {}
         g = table.get(who)
         if g is None:
-            g = table[who] = ThreadGroups()
+            g = table[who] = ThreadGroups(self.memos.setdefault(cta, {}))
         return g
 
     def drop(self, cta: CtaState) -> None:
         self.threads.pop(cta, None)
+        self.memos.pop(cta, None)
 
     def commit(self, w: WarpState, op: Op) -> float:
         """``commit_group``: local work that closes the thread's open group."""
@@ -105,7 +134,7 @@ class GroupTable:
         """``wait_group{.read} n`` by warp ``w``: on at once, or block until satisfied."""
         n, read = op.n, getattr(op, "read", False)  # only the bulk wait has a .read form
         g = self.of(w.cta, w.who)
-        if g.groups.wait_satisfied(n, read):
+        if g.satisfied(n, read):
             self.known(w, i, op)
             return None
         ev = WaiterEvent(self.m.env)

@@ -54,11 +54,11 @@ def measure(step: str, arch: str, shape: tuple[int, int, int]) -> dict:
     from protosim.config import GemmConfig
     from protosim.engine.machine import Machine
 
+    steps: dict = defaultdict(int)  # (role, warp) -> interpreter steps of that warp, all CTAs
+    seconds: dict = defaultdict(float)  # (role, warp) -> wall time inside them
+
     class TimedMachine(Machine):
         """A Machine whose warps' interpreter steps are counted and timed, by warp."""
-
-        steps: dict = defaultdict(int)
-        seconds: dict = defaultdict(float)
 
         def _warp(self, w, ops):
             run, key, clock = super()._warp(w, ops), (w.role_name, w.warp), time.perf_counter
@@ -68,15 +68,13 @@ def measure(step: str, arch: str, shape: tuple[int, int, int]) -> dict:
                 try:
                     event = run.send(sent)
                 except StopIteration:
-                    self.seconds[key] += clock() - t
-                    self.steps[key] += 1
                     return
-                self.seconds[key] += clock() - t
-                self.steps[key] += 1
+                finally:
+                    seconds[key] += clock() - t
+                    steps[key] += 1
                 sent = yield event
 
     schedule = BUILDERS[step](GemmConfig(M=shape[0], N=shape[1], K=shape[2], arch=arch))
-    TimedMachine.steps, TimedMachine.seconds = defaultdict(int), defaultdict(float)
     t = time.perf_counter()
     result = TimedMachine(schedule).run()
     wall = time.perf_counter() - t
@@ -96,7 +94,6 @@ def measure(step: str, arch: str, shape: tuple[int, int, int]) -> dict:
         else:
             followers.append((key, e.begin, e.t))
     paired = [(leader[k], b, t) for k, b, t in followers if k in leader]
-    steps, seconds = TimedMachine.steps, TimedMachine.seconds
     return {
         "step": step, "arch": arch, "shape": list(shape), "ctas": len(schedule.ctas),
         "warps_per_role": {r.name: r.warps for r in schedule.roles},

@@ -142,6 +142,11 @@ class WarpState:
         warp last synchronised its lanes (__syncwarp, bar.sync): each lane knows only its own
         bytes, so an elected lane's arrive does not release them."""
 
-    def tick(self) -> tuple[int, ...]:
+    def advance(self) -> None:
+        """One more event of this warp on its own vector-clock component."""
         self.clock[self.g] = shared(self.clock[self.g] + 1)  # one object a count (protosim.ints)
+
+    def tick(self) -> tuple[int, ...]:
+        """:meth:`advance`, and the clock as it now stands."""
+        self.advance()
         return tuple(self.clock)

@@ -19,7 +19,6 @@ from protosim.engine.log import ABSENT, ArriveEvent, ExpectTxEvent, PhaseEvent, 
 from protosim.engine.order import join_into
 from protosim.engine.state import THREADS, BarrierCell, CtaState, WarpState
 from protosim.engine.units.base import Handler, Unit
-from protosim.ints import shared
 from protosim.ir import Arrive, ArriveExpectTx, ExpectTx, MbarInit, MbarInval, Op, Wait
 from protosim.ptx import mbarrier as mb
 
@@ -250,7 +249,7 @@ class MBarrierUnit(Unit):
                 clock, seqs, upto, blocked: bool) -> None:
         if clock is not None:  # acquire: learn what the observed phase carried
             join_into(w.clock, clock)
-        w.clock[w.g] = shared(w.clock[w.g] + 1)  # one object a count (protosim.ints)
+        w.advance()
         # The wait event doubles as the observation of the accesses the phase carried:
         # ``seqs`` one by one, ``upto`` as (thread, seq) -- all of that thread's MMA
         # accesses up to seq (a tcgen05.commit tracks every earlier MMA of its thread).

@@ -97,8 +97,12 @@ def test_tma_landing_completes_the_phase_after_the_measured_latency():
     # first touch comes from DRAM: the measured DRAM latency for 16 KiB, after the descriptor's
     # fetch (the tensor's first load on this SM)
     assert land.t - issue.t == pytest.approx(H200.tma_descriptor_fetch_cycles + interpolate(H200.tma_dram_latency, 16384))
+    # the latency tables are measured to a waiter's return: a landing's waiter returns
+    # ``tma_landing_wake_cycles`` after it (0 on the H200), an arrive's ``wake_cycles`` after
+    # (test_consumer_blocks_until_producer_arrives_then_wakes)
     (w,) = waits(r)
-    assert w.t == pytest.approx(land.t + H200.wake_cycles)
+    assert w.t == pytest.approx(land.t + H200.tma_landing_wake_cycles)
+    assert H200.tma_landing_wake_cycles < H200.wake_cycles
 
 
 def test_commit_arrives_only_when_prior_mmas_complete():

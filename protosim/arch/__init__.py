@@ -111,6 +111,9 @@ class ArchProfile:
     that phase returning true: the arrive's round trip to the barrier in shared memory.  A try_wait
     the arriving warp makes sooner costs the rest of it (``MBarrierUnit.wait``)."""
     wake_cycles: float
+    tma_landing_wake_cycles: float
+    """A blocked waiter's return after a TMA load's landing completes the phase (``wake_cycles``
+    is for completions by an arrive): the load latency tables are measured to the return."""
     # TMA
     tma_available: bool
     """Whether TMA / bulk-copy ops may appear in a schedule for this profile."""

@@ -71,16 +71,19 @@ class MBarrierUnit(Unit):
                 cell.acc_upto = {}
             cell.completed_by = None  # a warp's own arrive sets it again (``arrive``)
             m.log.events.append(_new(PhaseEvent, (m.env.now, "phase", cta.index, who, i, cell.name, step.state.completed)))
-            self.wake(cell)
+            self.wake(cell, what)
         return True
 
-    def wake(self, cell: BarrierCell) -> None:
-        """Wake the waiters whose parity now tests complete, with the last phase's news."""
+    def wake(self, cell: BarrierCell, what: str = "") -> None:
+        """Wake the waiters whose parity now tests complete, with the last phase's news:
+        ``wake_cycles`` after the completion, or ``tma_landing_wake_cycles`` after a TMA load's
+        landing (``what`` ``complete_tx``), whose latency tables are measured to a waiter's return."""
         if cell.waiters:
             parity = cell.state.parity
             keep = []
             news = cell.news()
-            wake = self.m.timing.scale(self.arch.wake_cycles)
+            a = self.arch
+            wake = self.m.timing.scale(a.tma_landing_wake_cycles if what == "complete_tx" else a.wake_cycles)
             for p, ev in cell.waiters:
                 if p != parity:
                     ev.fire_in(wake, news)

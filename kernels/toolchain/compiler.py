@@ -105,11 +105,15 @@ def out_dir_main(module: str, doc: str, build, argv: list[str] | None = None) ->
     """The command line of a microbenchmark that builds kernels from generated source:
     ``python -m MODULE OUT_DIR`` runs ``build(Path(OUT_DIR))`` with the stub on the loader path
     (:func:`ensure_stub_on_path`); 2 and a usage line for anything else."""
-    ensure_stub_on_path()
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(doc.split("\n\n")[0] + f"\nusage: python -m {module} OUT_DIR", file=sys.stderr)
+    usage = doc.split("\n\n")[0] + f"\nusage: python -m {module} OUT_DIR"
+    if args in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    if len(args) != 1 or args[0].startswith("-"):  # an unknown flag is not a folder to build into
+        print(usage, file=sys.stderr)
         return 2
+    ensure_stub_on_path()
     build(Path(args[0]))
     return 0
 

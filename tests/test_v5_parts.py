@@ -260,3 +260,43 @@ def test_a_loop_without_a_wgmma_block_is_refused():
 
     with pytest.raises(ValueError, match="wgmma block"):
         skip_mma_block(STAMPED_LOOP)  # a fence and a wait_group with no wgmma between them
+
+
+# -- PARTS 291: the block's first wgmma kept, the other seven left out (keep_first_wgmma) ---------
+def _wgmma(i: int) -> str:
+    return (f"    ptx_wgmma_encode_matrix_descriptor((&(descA_ptr[0])), a{i}, 1, 64, 3);\n"
+            f"    ptx_wgmma_encode_matrix_descriptor((&(descB_ptr[0])), b{i}, 1, 64, 3);\n"
+            f"    tvm_builtin_ptx_wgmma_f16_ss_mma_async_sync_aligned_m64n64k16_f32_f16_f16_1_1_0_0(acc_ptr[{i}], descA_ptr[0], descB_ptr[0], (bool)1);\n")
+
+
+THREE_WGMMA_LOOP = STAMPED_LOOP.replace(
+    "    tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();\n",
+    "    tvm_builtin_ptx_wgmma_fence_fence_sync_aligned();\n" + _wgmma(0) + _wgmma(1) + _wgmma(2)
+    + "    tvm_builtin_ptx_wgmma_commit_group_commit_group_sync_aligned();\n")
+
+
+def test_bit_8_keeps_the_first_wgmma_and_its_fence_commit_and_wait(tmp_path):
+    """The C preprocessor's own reading of the patched loop: PARTS 291 keeps the first wgmma with
+    the block's fence and wait_group, 35 (as built) all three, 163 (no block) none."""
+    import shutil
+    import subprocess
+
+    from kernels.microbench.v5_parts import keep_first_wgmma, skip_mma_block
+
+    cpp = shutil.which("cpp") or shutil.which("gcc")
+    if cpp is None:
+        pytest.skip("no C preprocessor on PATH (cpp or gcc) to expand the #if lines")
+    src = tmp_path / "loop.c"
+    src.write_text(keep_first_wgmma(skip_mma_block(add_stamps(THREE_WGMMA_LOOP))))
+    for parts, wgmmas, fences in ((35, 3, 1), (291, 1, 1), (163, 0, 0)):
+        args = [cpp, "-P", f"-DPARTS={parts}", str(src)] if cpp.endswith("cpp") else [cpp, "-E", "-P", f"-DPARTS={parts}", str(src)]
+        out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+        assert out.count("mma_async") == wgmmas, parts
+        assert out.count("wgmma_fence") == fences and out.count("wait_group_sync_aligned_0") == fences, parts
+
+
+def test_a_block_of_one_wgmma_is_refused():
+    from kernels.microbench.v5_parts import keep_first_wgmma
+
+    with pytest.raises(ValueError, match="wgmma instructions"):
+        keep_first_wgmma(THREE_WGMMA_LOOP.replace(_wgmma(1), "").replace(_wgmma(2), ""))

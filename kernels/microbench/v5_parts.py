@@ -39,7 +39,12 @@ This takes the CUDA source TVM generates for the kernel and adds a preprocessor 
   TMA barrier pass at once: the loop without waiting for its loads to land;
 * bit 7 (:func:`skip_mma_block`; PARTS 163 with bits 0, 1 and 5) leaves out the k-loop's wgmma block,
   from its ``wgmma.fence`` to its ``wgmma.wait_group 0``: the loop clock less PARTS 35's is what the
-  block costs on the loop's critical path, at one stage (v4) and two (v5) in one unstamped run.
+  block costs on the loop's critical path, at one stage (v4) and two (v5) in one unstamped run;
+* bit 8 (:func:`keep_first_wgmma`; PARTS 291 with bits 0, 1 and 5) keeps the block's first wgmma
+  (its two descriptors, the fence, commit and ``wait_group``) and leaves out the other seven: the
+  tensor core still works every k-iteration, so the loop runs at the tensor clock as built (PARTS
+  163 ran at the full clock), and v4's and v5's differences from PARTS 163 tell whether the loop's
+  TMA wait costs the same SM cycles at both clocks (v4 waits on its landing, v5 does not).
 
 ``PARTS`` 3 is the kernel as built.  It is compiled with TVM's own nvcc command
 (``tvm.support.nvcc.compile_cuda``: ``--use_fast_math``, ptxas ``--register-usage-level=10``):
@@ -68,7 +73,7 @@ CONFIGS = tuple((step, 128, bn, k, bn) for step in ("v5", "v4") for bn in (64, 1
 4096.  v4 (one stage: the load of k-iteration k + 1 issued after the round trip, then waited
 for) has the same mma_bar round trip and the same waits, and its model is within ~1%: the
 control for whether what v5 shows is v5's."""
-PARTS = (3, 2, 1, 0, 7, 11, 19, 35, 34, 39, 99, 163)
+PARTS = (3, 2, 1, 0, 7, 11, 19, 35, 34, 39, 99, 163, 291)
 
 STAMPS = ("top", "mma_start", "mma_done", "round_trip_done", "loads_issued")
 """The points of a k-iteration PARTS 11 stamps, in slot order (:func:`add_stamps`)."""
@@ -245,6 +250,30 @@ def find_cuobjdump(who: str, what: str) -> str:
     return tool
 
 
+_WGMMA = re.compile(r"^[ \t]*ptx_wgmma_encode_matrix_descriptor\(.*\n[ \t]*ptx_wgmma_encode_matrix_descriptor\(.*\n"
+                    r"[ \t]*tvm_builtin_ptx_wgmma_\w*mma_async\w*\(.*\n", re.M)
+
+
+def keep_first_wgmma(source: str) -> str:
+    """The source with bit 8: of the k-loop's wgmma block only the first wgmma (with its two
+    descriptor encodings) is kept; the other seven are left out (the product is reported, not
+    required).  Needs :func:`skip_mma_block` first: it works inside the block that one marks."""
+    top = _LOOP_TOP.search(source)
+    if top is None:
+        raise ValueError("no k-loop in the source")
+    head, loop = source[:top.end()], source[top.end():]
+    block = _BLOCK.search(loop)
+    if block is None:
+        raise ValueError("no wgmma block (fence .. wait_group 0) in the k-loop")
+    text = block.group(0)
+    found = list(_WGMMA.finditer(text))
+    if len(found) < 2:
+        raise ValueError(f"expected the block's wgmma instructions, each after two descriptors; found {len(found)}")
+    rest = text[found[1].start():found[-1].end()]
+    text = text.replace(rest, f"#if !(PARTS & 256)\n{rest}#endif\n", 1)
+    return head + loop[:block.start()] + text + loop[block.end():]
+
+
 def build(out: Path) -> list[Path]:
     from kernels.toolchain.compiler import compile_primfunc, cuda_source
 
@@ -263,7 +292,7 @@ def build(out: Path) -> list[Path]:
         manifest[name] = {"step": step, "M": m, "N": n, "K": k, "BLK_N": bn,
                           "smem": smem_bytes(BUILDERS[f"hgemm_{step}"](cfg))}
         mod = compile_primfunc(hopper.build(KernelSpec(step, cfg, False)), "sm_90a")
-        text = skip_mma_block(skip_tma_wait(add_stamps(patch(cuda_source(mod)))))
+        text = keep_first_wgmma(skip_mma_block(skip_tma_wait(add_stamps(patch(cuda_source(mod))))))
         cubins += compile_variants("v5_parts", mod, text, out, name, "PARTS", {p: f"p{p}" for p in PARTS}, 3, tool)
     (out / "v5_parts.json").write_text(json.dumps(manifest, indent=1))
     return cubins

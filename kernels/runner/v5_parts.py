@@ -34,7 +34,8 @@ from .v3_parts import CLOCK_GHZ, DIAG_WORDS
 PARTS = {3: "as built", 2: "no mma_bar round trip", 1: "no timeout clock", 0: "neither", 7: "warps 1-3 do not wait",
          11: "as built, clock stamps", 19: "as built, light stamps", 35: "as built, loop clock",
          34: "no mma_bar round trip, loop clock", 39: "warps 1-3 do not wait, loop clock",
-         99: "no TMA wait, loop clock", 163: "no wgmma block, loop clock"}
+         99: "no TMA wait, loop clock", 163: "no wgmma block, loop clock",
+         291: "one wgmma of 8, loop clock"}
 
 
 def stamp_parts(stamps: list[int], iterations: int) -> dict:

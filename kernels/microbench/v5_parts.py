@@ -171,6 +171,14 @@ def _matching_brace(loop: str) -> int:
     raise ValueError("the k-loop's body does not close")
 
 
+def _split_at_loop(source: str) -> tuple[str, str]:
+    """``source`` cut right after the k-loop's opening line: (up to it, the loop and after)."""
+    top = _LOOP_TOP.search(source)
+    if top is None:
+        raise ValueError("no k-loop in the source")
+    return source[:top.end()], source[top.end():]
+
+
 _TMA_FIRST_TRY = re.compile(r"^([ \t]*)(tvm_builtin_ptx_mbarrier_try_wait_parity_no_hint_try_wait_parity_shared_b64\(ok_ptr\[0\], "
                             r"[^\n]*\(\(uint\)\(phase_tma_ptr\[0\] \^ 0\)\)\);)\n"
                             r"(?=[ \t]*if \(ok_ptr\[0\] == \(uint\)0\) \{\n[ \t]*t0_ptr\[0\] = )", re.M)
@@ -180,10 +188,7 @@ def skip_tma_wait(source: str) -> str:
     """The source with bit 6: in the k-loop, the wait on the stage's TMA barrier passes at once
     (its first try replaced by "done"), so the loop runs without waiting for the loads to land (a
     race with the stage's bytes, harmless to the timing: the product is reported, not required)."""
-    top = _LOOP_TOP.search(source)
-    if top is None:
-        raise ValueError("no k-loop in the source")
-    head, loop = source[:top.end()], source[top.end():]
+    head, loop = _split_at_loop(source)
     found = _TMA_FIRST_TRY.findall(loop)
     if len(found) != 1:
         raise ValueError(f"expected the first try of the wait on the TMA barrier once in the k-loop, found {len(found)}")
@@ -199,10 +204,7 @@ def skip_mma_block(source: str) -> str:
     """The source with bit 7: the k-loop's wgmma block -- its fence, descriptors, wgmma
     instructions, commit and ``wait_group 0`` -- left out (the accumulators stay zero: the
     product is reported, not required).  The stamps of bits 3-4 around the block stay."""
-    top = _LOOP_TOP.search(source)
-    if top is None:
-        raise ValueError("no k-loop in the source")
-    head, loop = source[:top.end()], source[top.end():]
+    head, loop = _split_at_loop(source)
     found = _BLOCK.findall(loop)
     if len(found) != 1 or "mma_async" not in found[0]:
         raise ValueError(f"expected one wgmma block (fence .. wait_group 0) in the k-loop, found {len(found)}")
@@ -258,10 +260,7 @@ def keep_first_wgmma(source: str) -> str:
     """The source with bit 8: of the k-loop's wgmma block only the first wgmma (with its two
     descriptor encodings) is kept; the other seven are left out (the product is reported, not
     required).  Needs :func:`skip_mma_block` first: it works inside the block that one marks."""
-    top = _LOOP_TOP.search(source)
-    if top is None:
-        raise ValueError("no k-loop in the source")
-    head, loop = source[:top.end()], source[top.end():]
+    head, loop = _split_at_loop(source)
     block = _BLOCK.search(loop)
     if block is None:
         raise ValueError("no wgmma block (fence .. wait_group 0) in the k-loop")
